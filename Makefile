@@ -1,0 +1,31 @@
+# Two commands: `make demo` (set up + run the main job end to end) and `make test`.
+# Both create .venv when it is missing (torch==2.13.0 first, then the package) and reuse it after.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.fairseq_tpr-installed
+
+.PHONY: venv test demo bench clean-demo
+
+venv: $(STAMP)
+
+$(STAMP): setup.py
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --upgrade --quiet pip setuptools wheel
+	# torch first, so that nothing below replaces it with another build
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet --no-build-isolation -e ".[dev]"
+	$(BIN)/python -c "import torch, fairseq, fairseq_tpr; print('torch', torch.__version__, '| fairseq', fairseq.__version__, '| fairseq_tpr ready')"
+	touch $(STAMP)
+
+test: venv
+	$(BIN)/python -m pytest -q tests
+
+demo: venv
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/demo/reverse.sh
+
+bench: venv
+	$(BIN)/python benchmarks/throughput.py
+
+clean-demo:
+	rm -rf runs/demo

@@ -1,0 +1,2 @@
+"""Criterions (``--user-dir`` does not import this folder: ``fairseq_tpr/__init__.py`` does)."""
+from . import label_smoothed_cross_entropy_with_roles  # noqa: F401

@@ -1,0 +1,2 @@
+"""Models registered with fairseq (imported explicitly by ``fairseq_tpr/__init__.py``)."""
+from . import matched_transformers, tp_transformer, tp_transformer_d  # noqa: F401

@@ -1,0 +1,63 @@
+"""Plain fairseq ``transformer`` presets matched to each TP preset (same sizes, dropout,
+embedding sharing and pre-LN placement), so that a comparison is one ``--arch`` apart:
+
+=============================  ====================================
+TP preset                      matched plain Transformer
+=============================  ====================================
+``tp_transformer_tiny``        ``transformer_tp_tiny``
+``tp_transformer_d_tiny``      ``transformer_tp_tiny``
+``tp_transformer_math``        ``transformer_tp_math``
+``tp_transformer_wmt_en_de``   ``transformer_tp_wmt_en_de``
+``tp_transformer_d``           ``transformer_tp_d``
+=============================  ====================================
+
+They are fairseq's own TransformerModel (registered under the ``transformer`` model).
+"""
+from fairseq.models import register_model_architecture
+from fairseq.models.transformer import base_architecture, transformer_wmt_en_de
+
+
+def _prenorm(args):
+    args.encoder_normalize_before = getattr(args, "encoder_normalize_before", True)
+    args.decoder_normalize_before = getattr(args, "decoder_normalize_before", True)
+
+
+@register_model_architecture("transformer", "transformer_tp_tiny")
+def transformer_tp_tiny(args):
+    """Sizes of ``tp_transformer_tiny`` / ``tp_transformer_d_tiny``."""
+    for side in ("encoder", "decoder"):
+        setattr(args, f"{side}_embed_dim", getattr(args, f"{side}_embed_dim", 64))
+        setattr(args, f"{side}_ffn_embed_dim", getattr(args, f"{side}_ffn_embed_dim", 128))
+        setattr(args, f"{side}_layers", getattr(args, f"{side}_layers", 2))
+        setattr(args, f"{side}_attention_heads", getattr(args, f"{side}_attention_heads", 4))
+    args.dropout = getattr(args, "dropout", 0.0)
+    args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
+    _prenorm(args)
+    base_architecture(args)
+
+
+@register_model_architecture("transformer", "transformer_tp_math")
+def transformer_tp_math(args):
+    """Sizes of ``tp_transformer_math`` (Schlag et al. Table 1, 'Transformer (ours)')."""
+    args.dropout = getattr(args, "dropout", 0.0)
+    args.attention_dropout = getattr(args, "attention_dropout", 0.0)
+    args.activation_dropout = getattr(args, "activation_dropout", 0.0)
+    args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
+    _prenorm(args)
+    base_architecture(args)
+
+
+@register_model_architecture("transformer", "transformer_tp_wmt_en_de")
+def transformer_tp_wmt_en_de(args):
+    """``transformer_wmt_en_de`` with pre-LN cells, matched to ``tp_transformer_wmt_en_de``."""
+    _prenorm(args)
+    transformer_wmt_en_de(args)
+
+
+@register_model_architecture("transformer", "transformer_tp_d")
+def transformer_tp_d(args):
+    """Sizes of ``tp_transformer_d`` (Jiang et al. Sec. 3.2, the Transformer baseline)."""
+    args.dropout = getattr(args, "dropout", 0.1)
+    args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
+    _prenorm(args)
+    base_architecture(args)

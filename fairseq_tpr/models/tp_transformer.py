@@ -1,0 +1,92 @@
+"""TP-Transformer with continuous roles (Schlag et al. 2019): ``--arch tp_transformer*``.
+
+Every attention of encoder and decoder is TP-Multi-Head Attention (Eq. 3-6,
+:class:`~fairseq_tpr.modules.TPMultiheadAttention`), cells are pre-LN (Eq. 1) and the
+embedding layer binds a role to each symbol (Eq. 2,
+:class:`~fairseq_tpr.modules.EmbeddingRoleBinding`). Output distribution
+``softmax(E^T z)`` with the shared embedding E (Eq. 8) via ``--share-all-embeddings``.
+
+Ablations: ``--tpr-in encoder|decoder|both`` and ``--no-embedding-roles``.
+"""
+from fairseq.models import register_model, register_model_architecture
+from fairseq.models.transformer import TransformerDecoder, TransformerEncoder, base_architecture, transformer_wmt_en_de
+
+from ..modules import EmbeddingRoleBinding, TPDecoderLayer, TPEncoderLayer
+from .tpr_transformer_base import TPRTransformerDecoder, TPRTransformerEncoder, TPRTransformerModelBase
+
+
+@register_model("tp_transformer")
+class TPTransformerModel(TPRTransformerModelBase):
+    """Encoder-decoder TP-Transformer with continuous roles (see module docstring)."""
+
+    family = "continuous-role TP-Transformer"
+
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        parser.add_argument("--no-embedding-roles", action="store_true",
+                            help="drop the embedding-level role binding of Eq. 2 (z0 = e * r)")
+
+    @classmethod
+    def build_encoder(cls, args, src_dict, embed_tokens):
+        if not cls.tpr_encoder(args):
+            return TransformerEncoder(args, src_dict, embed_tokens)
+        binding = None if getattr(args, "no_embedding_roles", False) else EmbeddingRoleBinding
+        return TPRTransformerEncoder(args, src_dict, embed_tokens, TPEncoderLayer, binding)
+
+    @classmethod
+    def build_decoder(cls, args, tgt_dict, embed_tokens):
+        no_encoder_attn = getattr(args, "no_cross_attention", False)
+        if not cls.tpr_decoder(args):
+            return TransformerDecoder(args, tgt_dict, embed_tokens, no_encoder_attn=no_encoder_attn)
+        binding = None if getattr(args, "no_embedding_roles", False) else EmbeddingRoleBinding
+        return TPRTransformerDecoder(args, tgt_dict, embed_tokens, TPDecoderLayer, binding, no_encoder_attn)
+
+
+def _tp_defaults(args):
+    """Defaults every tp_transformer preset shares: pre-LN cells (Eq. 1), TPR everywhere."""
+    args.encoder_normalize_before = getattr(args, "encoder_normalize_before", True)
+    args.decoder_normalize_before = getattr(args, "decoder_normalize_before", True)
+    args.tpr_in = getattr(args, "tpr_in", "both")
+    args.no_embedding_roles = getattr(args, "no_embedding_roles", False)
+
+
+@register_model_architecture("tp_transformer", "tp_transformer")
+def tp_transformer_base(args):
+    """fairseq's ``transformer`` sizes (6+6 layers, d 512, d_ff 2048, 8 heads), pre-LN."""
+    _tp_defaults(args)
+    base_architecture(args)
+
+
+@register_model_architecture("tp_transformer", "tp_transformer_tiny")
+def tp_transformer_tiny(args):
+    """For tests and CPU demos: 2+2 layers, d 64, d_ff 128, 4 heads, dropout 0, shared embeddings."""
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 64)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 128)
+    args.encoder_layers = getattr(args, "encoder_layers", 2)
+    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 4)
+    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 64)
+    args.decoder_ffn_embed_dim = getattr(args, "decoder_ffn_embed_dim", 128)
+    args.decoder_layers = getattr(args, "decoder_layers", 2)
+    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 4)
+    args.dropout = getattr(args, "dropout", 0.0)
+    args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
+    tp_transformer_base(args)
+
+
+@register_model_architecture("tp_transformer", "tp_transformer_math")
+def tp_transformer_math(args):
+    """Schlag et al. 2019, Sec. 4 / Table 1 (TP-Transformer): 6+6 layers, d_z 512,
+    d_f 2048, 8 heads (d_k 64), dropout 0, shared symbol embedding E (Eq. 8)."""
+    args.dropout = getattr(args, "dropout", 0.0)
+    args.attention_dropout = getattr(args, "attention_dropout", 0.0)
+    args.activation_dropout = getattr(args, "activation_dropout", 0.0)
+    args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
+    tp_transformer_base(args)
+
+
+@register_model_architecture("tp_transformer", "tp_transformer_wmt_en_de")
+def tp_transformer_wmt_en_de(args):
+    """fairseq's ``transformer_wmt_en_de`` sizes (Schlag et al. ran WMT'14 en-de with fairseq), pre-LN."""
+    _tp_defaults(args)
+    transformer_wmt_en_de(args)

@@ -1,0 +1,133 @@
+"""TP-Transformer with a discrete role dictionary (Jiang et al. 2021): ``--arch tp_transformer_d*``.
+
+Every attention sublayer (encoder self, decoder self, decoder cross) is followed, after
+its residual, by the role binding of Eq. 4-6
+(:class:`~fairseq_tpr.modules.DiscreteRoleBinding`): ``TPR(F) = R * F + F`` with
+``R_h = softmax(F W_r^h) r_hat``. Cells are pre-LN, as in the T5 code the paper builds on.
+
+The role attention distributions of every binding are returned in the decoder's
+``extra["role_attn"]`` (name -> ``T x B x H x N_r``, fp32) by :meth:`forward`;
+``--criterion label_smoothed_cross_entropy_with_roles`` logs how one-hot they are.
+"""
+from functools import partial
+from typing import Dict
+
+from fairseq.models import register_model, register_model_architecture
+from fairseq.models.transformer import TransformerDecoder, TransformerEncoder, base_architecture
+from torch import Tensor
+
+from ..modules import DiscreteRoleBinding, RoleDecoderLayer, RoleEncoderLayer
+from .tpr_transformer_base import TPRTransformerDecoder, TPRTransformerEncoder, TPRTransformerModelBase
+
+
+@register_model("tp_transformer_d")
+class TPTransformerDModel(TPRTransformerModelBase):
+    """Encoder-decoder TP-Transformer with a role dictionary per attention sublayer."""
+
+    family = "discrete-role TP-Transformer"
+    unsupported_options = ("cross_self_attention", "scale_attn", "scale_fc", "scale_heads", "scale_resids")
+
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        parser.add_argument("--num-roles", type=int, metavar="N_r", help="role embeddings per dictionary (N_r)")
+        parser.add_argument("--role-dim", type=int, metavar="d_r",
+                            help="size of a role embedding (d_r); heads x d_r must equal the embedding size")
+
+    @classmethod
+    def check_options(cls, args, task):
+        super().check_options(args, task)
+        arch = getattr(args, "arch", "tp_transformer_d")
+        num_roles, role_dim = getattr(args, "num_roles", None), getattr(args, "role_dim", None)
+        if num_roles is None or num_roles < 1:
+            raise ValueError(f"--num-roles must be at least 1 (got {num_roles}): it is N_r, the number of "
+                             f"role embeddings in each dictionary of --arch {arch}. The paper uses 50.")
+        if role_dim is None or role_dim < 1:
+            raise ValueError(f"--role-dim must be at least 1 (got {role_dim}).")
+        sides = [s for s, on in (("encoder", cls.tpr_encoder(args)), ("decoder", cls.tpr_decoder(args))) if on]
+        for side in sides:
+            heads, dim = getattr(args, f"{side}_attention_heads"), getattr(args, f"{side}_embed_dim")
+            if heads * args.role_dim != dim:
+                fix = (f"set --role-dim {dim // heads}" if dim % heads == 0
+                       else f"choose --{side}-attention-heads dividing {dim}")
+                raise ValueError(
+                    f"--role-dim {args.role_dim} x --{side}-attention-heads {heads} = {heads * args.role_dim}, but "
+                    f"--{side}-embed-dim is {dim}: the role vector R = [R_1..R_H] is bound elementwise to the "
+                    f"filler (Jiang et al. Eq. 5-6), so heads x role-dim must equal the embedding size; {fix}."
+                )
+
+    @classmethod
+    def build_encoder(cls, args, src_dict, embed_tokens):
+        if not cls.tpr_encoder(args):
+            return TransformerEncoder(args, src_dict, embed_tokens)
+        return TPRTransformerEncoder(args, src_dict, embed_tokens, RoleEncoderLayer)
+
+    @classmethod
+    def build_decoder(cls, args, tgt_dict, embed_tokens):
+        no_encoder_attn = getattr(args, "no_cross_attention", False)
+        if not cls.tpr_decoder(args):
+            return TransformerDecoder(args, tgt_dict, embed_tokens, no_encoder_attn=no_encoder_attn)
+        return TPRTransformerDecoder(args, tgt_dict, embed_tokens, RoleDecoderLayer, no_encoder_attn=no_encoder_attn)
+
+    def forward(self, src_tokens, src_lengths, prev_output_tokens, return_all_hiddens: bool = True,
+                features_only: bool = False, alignment_layer=None, alignment_heads=None):
+        """As fairseq's, plus ``extra["role_attn"]``: binding name (e.g.
+        ``encoder.layers.0.self_attn_roles``) -> role distributions ``T x B x H x N_r`` (fp32).
+
+        The distributions are taken from each binding's output by forward hooks that live
+        only for this call; nothing is kept on the modules."""
+        role_attn: Dict[str, Tensor] = {}
+        handles = [
+            module.register_forward_hook(partial(_keep_role_attn, role_attn, name))
+            for name, module in self.named_modules()
+            if isinstance(module, DiscreteRoleBinding)
+        ]
+        try:
+            x, extra = super().forward(
+                src_tokens, src_lengths, prev_output_tokens, return_all_hiddens=return_all_hiddens,
+                features_only=features_only, alignment_layer=alignment_layer, alignment_heads=alignment_heads,
+            )
+        finally:
+            for handle in handles:
+                handle.remove()
+        extra["role_attn"] = role_attn
+        return x, extra
+
+
+def _keep_role_attn(store: Dict[str, Tensor], name: str, module, inputs, output):
+    store[name] = output[1]
+
+
+def _tpd_defaults(args):
+    args.encoder_normalize_before = getattr(args, "encoder_normalize_before", True)
+    args.decoder_normalize_before = getattr(args, "decoder_normalize_before", True)
+    args.tpr_in = getattr(args, "tpr_in", "both")
+
+
+@register_model_architecture("tp_transformer_d", "tp_transformer_d")
+def tp_transformer_d(args):
+    """Jiang et al. 2021, Sec. 3.2 (TPT-d): 6+6 layers, 8 heads, d_k 64, d_m 512, d_f 2048,
+    N_r 50 role embeddings of d_r 64 per layer, dropout 0.1, shared embeddings (T5-style)."""
+    _tpd_defaults(args)
+    args.num_roles = getattr(args, "num_roles", 50)
+    args.role_dim = getattr(args, "role_dim", 64)
+    args.dropout = getattr(args, "dropout", 0.1)
+    args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
+    base_architecture(args)
+
+
+@register_model_architecture("tp_transformer_d", "tp_transformer_d_tiny")
+def tp_transformer_d_tiny(args):
+    """For tests and CPU demos: 2+2 layers, d 64, d_ff 128, 4 heads, N_r 8, d_r 16, dropout 0."""
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 64)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 128)
+    args.encoder_layers = getattr(args, "encoder_layers", 2)
+    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 4)
+    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 64)
+    args.decoder_ffn_embed_dim = getattr(args, "decoder_ffn_embed_dim", 128)
+    args.decoder_layers = getattr(args, "decoder_layers", 2)
+    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 4)
+    args.num_roles = getattr(args, "num_roles", 8)
+    args.role_dim = getattr(args, "role_dim", 16)
+    args.dropout = getattr(args, "dropout", 0.0)
+    tp_transformer_d(args)

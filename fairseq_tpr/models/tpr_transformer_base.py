@@ -1,0 +1,170 @@
+"""What the two TP-Transformers share: an encoder and decoder whose cells come from one
+layer class, option checks that name the flag and the fix, and a checkpoint check
+that explains a mismatch instead of printing a torch shape trace.
+
+The variant (continuous or discrete roles) is chosen once, by the layer classes a model
+hands to :class:`TPRTransformerEncoder` / :class:`TPRTransformerDecoder`.
+"""
+import argparse
+from typing import Dict, Optional, Type
+
+import torch.nn as nn
+from fairseq.distributed import fsdp_wrap
+from fairseq.models.transformer import TransformerConfig, TransformerDecoder, TransformerEncoder, TransformerModel
+from fairseq.modules.checkpoint_activations import checkpoint_wrapper
+
+TPR_SIDES = ("both", "encoder", "decoder")
+
+
+def wrap_layer(layer: nn.Module, cfg) -> nn.Module:
+    """What fairseq's ``build_encoder_layer``/``build_decoder_layer`` put around a new
+    layer: activation checkpointing (``--checkpoint-activations``) and FSDP wrapping."""
+    checkpoint = cfg.checkpoint_activations
+    if checkpoint:
+        layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
+    return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not checkpoint else 0)
+
+
+class TPRTransformerEncoder(TransformerEncoder):
+    """fairseq's encoder with every cell built from ``layer_class``; an optional
+    ``embedding_binding`` module takes the ``layernorm_embedding`` slot (applied after
+    positions, before dropout)."""
+
+    def __init__(self, args, dictionary, embed_tokens, layer_class: Type[nn.Module],
+                 embedding_binding: Optional[Type[nn.Module]] = None):
+        self.layer_class = layer_class
+        super().__init__(args, dictionary, embed_tokens)
+        if embedding_binding is not None:
+            self.layernorm_embedding = embedding_binding(embed_tokens.embedding_dim, layer_norm=self.layernorm_embedding)
+
+    def build_encoder_layer(self, cfg):
+        cfg = TransformerConfig.from_namespace(cfg)
+        return wrap_layer(self.layer_class(cfg, return_fc=self.return_fc), cfg)
+
+
+class TPRTransformerDecoder(TransformerDecoder):
+    """fairseq's decoder with every cell built from ``layer_class`` (see the encoder)."""
+
+    def __init__(self, args, dictionary, embed_tokens, layer_class: Type[nn.Module],
+                 embedding_binding: Optional[Type[nn.Module]] = None, no_encoder_attn=False):
+        self.layer_class = layer_class
+        super().__init__(args, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn)
+        if embedding_binding is not None:
+            self.layernorm_embedding = embedding_binding(embed_tokens.embedding_dim, layer_norm=self.layernorm_embedding)
+
+    def build_decoder_layer(self, cfg, no_encoder_attn=False):
+        cfg = TransformerConfig.from_namespace(cfg)
+        return wrap_layer(self.layer_class(cfg, no_encoder_attn=no_encoder_attn), cfg)
+
+
+class TPRTransformerModelBase(TransformerModel):
+    """Shared flags, checks and checkpoint loading of the TP-Transformer models."""
+
+    # name used in messages, e.g. "continuous-role TP-Transformer"
+    family = "TPR transformer"
+    # fairseq options that the variant's cells cannot honour
+    unsupported_options = ("cross_self_attention",)
+
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        parser.add_argument("--tpr-in", choices=TPR_SIDES,
+                            help="where TPR binding is used: encoder and decoder (both), encoder only, decoder only")
+        parser.add_argument("--no-share-all-embeddings", dest="share_all_embeddings", action="store_false",
+                            help="untie source, target and output embeddings (for separate dictionaries)")
+
+    @classmethod
+    def build_model(cls, args, task):
+        cls.check_options(args, task)
+        return super().build_model(args, task)
+
+    @classmethod
+    def check_options(cls, args, task):
+        """Reject option combinations that cannot work, naming the flag and the fix."""
+        arch = getattr(args, "arch", cls.__name__)
+        if getattr(args, "tpr_in", "both") not in TPR_SIDES:
+            raise ValueError(f"--tpr-in must be one of {', '.join(TPR_SIDES)} (got {args.tpr_in!r})")
+        if getattr(args, "share_all_embeddings", False) and task.source_dictionary != task.target_dictionary:
+            raise ValueError(
+                f"--arch {arch} shares source, target and output embeddings (--share-all-embeddings), which needs "
+                "one joined dictionary, but the source and target dictionaries differ. Binarize with "
+                "`fairseq-preprocess --joined-dictionary`, or pass --no-share-all-embeddings."
+            )
+        for opt in cls.unsupported_options:
+            if getattr(args, opt, False):
+                raise ValueError(f"--{opt.replace('_', '-')} is not supported by --arch {arch}; drop the flag.")
+
+    @classmethod
+    def tpr_encoder(cls, args) -> bool:
+        return getattr(args, "tpr_in", "both") in ("both", "encoder")
+
+    @classmethod
+    def tpr_decoder(cls, args) -> bool:
+        return getattr(args, "tpr_in", "both") in ("both", "decoder")
+
+    def load_state_dict(self, state_dict, strict=True, model_cfg=None, args=None):
+        if strict:
+            explain_state_dict_mismatch(self, state_dict, self.family)
+        return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)
+
+
+def checkpoint_family(keys) -> str:
+    """Which kind of model a state dict holds, from its parameter names."""
+    keys = list(keys)
+    if any("_roles.roles" in k for k in keys):
+        return "discrete-role TP-Transformer (tp_transformer_d)"
+    if any(".r_proj." in k for k in keys):
+        return "continuous-role TP-Transformer (tp_transformer)"
+    if any(k.startswith("encoder.layers.") for k in keys):
+        return "plain Transformer (transformer)"
+    return "model of another kind"
+
+
+# parameter-name fragment -> the flags that set its shape
+_SHAPE_FLAGS = (
+    ("_roles.roles", "--num-roles / --role-dim"),
+    ("role_scorer", "--num-roles / --*-attention-heads"),
+    ("embed_tokens", "the dictionary (binarize with the checkpoint's dict.*.txt) or --*-embed-dim"),
+    ("output_projection", "the dictionary or --decoder-embed-dim"),
+    ("fc1", "--*-ffn-embed-dim"),
+    ("fc2", "--*-ffn-embed-dim"),
+)
+
+
+def explain_state_dict_mismatch(model: nn.Module, state_dict: Dict, family: str) -> None:
+    """Raise a ValueError that says what differs between ``model`` and ``state_dict``
+    (model kind, layer counts, sizes, with the flags to change), or return if they match."""
+    own = {k: v.shape for k, v in model.state_dict().items()}
+    # fairseq adds/drops a few bookkeeping buffers across versions: ignore them
+    ignore = ("version", "_float_tensor")
+    theirs = {k: v.shape for k, v in state_dict.items() if hasattr(v, "shape")}
+    missing = sorted(k for k in own if k not in theirs and not k.endswith(ignore))
+    unexpected = sorted(k for k in theirs if k not in own and not k.endswith(ignore))
+    resized = sorted(k for k in own if k in theirs and tuple(own[k]) != tuple(theirs[k]))
+    if not (missing or unexpected or resized):
+        return
+    their_family = checkpoint_family(theirs)
+    lines = [f"The checkpoint does not fit the model that was built ({family}, --arch {_arch(model)})."]
+    if their_family != checkpoint_family(own):
+        lines.append(
+            f"It holds a {their_family}. Build the same kind: fairseq-generate/-interactive take the architecture "
+            "from the checkpoint (drop any --model-overrides that change it); for fairseq-train --restore-file / "
+            "--finetune-from-model pass the checkpoint's --arch and sizes."
+        )
+    for k in resized[:5]:
+        flag = next((f for frag, f in _SHAPE_FLAGS if frag in k), "the model sizes (--*-embed-dim, --*-attention-heads)")
+        lines.append(f"  {k}: checkpoint {tuple(theirs[k])} vs model {tuple(own[k])} -> check {flag}")
+    if missing or unexpected:
+        lines.append(
+            f"  {len(missing)} parameters missing from the checkpoint (e.g. {missing[:2]}), {len(unexpected)} "
+            f"unexpected (e.g. {unexpected[:2]}) -> check --encoder-layers / --decoder-layers / --tpr-in / "
+            "--no-embedding-roles"
+        )
+    raise ValueError("\n".join(lines))
+
+
+def _arch(model) -> str:
+    cfg = getattr(model, "args", None) or getattr(model, "cfg", None)
+    if isinstance(cfg, argparse.Namespace):
+        return getattr(cfg, "arch", "?")
+    return getattr(cfg, "arch", "?") if cfg is not None else "?"

@@ -1,0 +1,143 @@
+"""Transformer cells with TPR binding, as subclasses of fairseq's layers (time-first, ``T x B x C``).
+
+* Continuous roles (Schlag et al.): the cell is fairseq's own; only its attention
+  builders are replaced by :class:`TPMultiheadAttention` (Eq. 3-6), so every line of
+  fairseq's ``forward`` (pre-/post-LN, incremental state, alignment weights) is reused.
+* Discrete roles (Jiang et al.): the binding ``TPR(F) = R * F + F`` acts on the
+  attention output *after* the residual (Eq. 3, 6), which fairseq's ``forward`` offers
+  no hook for; these cells therefore write their own short ``forward``. Options that
+  only fairseq's own forward handles (``--cross-self-attention``, ``--scale-attn``,
+  ``--scale-fc``, ``--scale-heads``, ``--scale-resids``) are rejected when the model is
+  built.
+"""
+from typing import Dict, List, Optional
+
+import torch
+from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
+from torch import Tensor
+
+from .role_dictionary import DiscreteRoleBinding
+from .tp_attention import TPMultiheadAttention
+
+
+# --------------------------------------------------------------------------- continuous roles
+class TPEncoderLayer(TransformerEncoderLayerBase):
+    """Encoder cell of Eq. 1 with TP-Multi-Head self-attention."""
+
+    def build_self_attention(self, embed_dim, cfg):
+        return TPMultiheadAttention(
+            embed_dim, cfg.encoder.attention_heads, dropout=cfg.attention_dropout,
+            self_attention=True, q_noise=self.quant_noise, qn_block_size=self.quant_noise_block_size,
+        )
+
+
+class TPDecoderLayer(TransformerDecoderLayerBase):
+    """Decoder cell with TP-attention in self- and cross-attention (roles from the decoder state)."""
+
+    def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
+        return TPMultiheadAttention(
+            embed_dim, cfg.decoder.attention_heads, dropout=cfg.attention_dropout,
+            self_attention=True, q_noise=self.quant_noise, qn_block_size=self.quant_noise_block_size,
+        )
+
+    def build_encoder_attention(self, embed_dim, cfg):
+        return TPMultiheadAttention(
+            embed_dim, cfg.decoder.attention_heads, kdim=cfg.encoder.embed_dim, vdim=cfg.encoder.embed_dim,
+            dropout=cfg.attention_dropout, encoder_decoder_attention=True,
+            q_noise=self.quant_noise, qn_block_size=self.quant_noise_block_size,
+        )
+
+
+# --------------------------------------------------------------------------- discrete roles
+def _feed_forward(layer, x: Tensor) -> Tensor:
+    """The FF sublayer with its residual, as fairseq's cells compute it."""
+    residual = x
+    if layer.normalize_before:
+        x = layer.final_layer_norm(x)
+    x = layer.activation_dropout_module(layer.activation_fn(layer.fc1(x)))
+    x = layer.residual_connection(layer.dropout_module(layer.fc2(x)), residual)
+    if not layer.normalize_before:
+        x = layer.final_layer_norm(x)
+    return x
+
+
+class RoleEncoderLayer(TransformerEncoderLayerBase):
+    """Encoder cell of TPT-d: ``F = z + MHA(LN(z))``; ``z' = TPR(F)``; ``out = z' + FF(LN(z'))``."""
+
+    def __init__(self, cfg, return_fc=False):
+        super().__init__(cfg, return_fc=return_fc)
+        self.self_attn_roles = DiscreteRoleBinding(self.embed_dim, cfg.encoder.attention_heads, cfg.num_roles, cfg.role_dim)
+
+    def forward(self, x: Tensor, encoder_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor] = None):
+        """x: ``T x B x C``; encoder_padding_mask: ``B x T`` (True = pad). Returns ``T x B x C``."""
+        if attn_mask is not None:
+            attn_mask = attn_mask.masked_fill(attn_mask.to(torch.bool), -1e8 if x.dtype == torch.float32 else -1e4)
+        residual = x
+        if self.normalize_before:
+            x = self.self_attn_layer_norm(x)
+        x, _ = self.self_attn(query=x, key=x, value=x, key_padding_mask=encoder_padding_mask,
+                              need_weights=False, attn_mask=attn_mask)
+        x = self.residual_connection(self.dropout_module(x), residual)  # F (Eq. 3)
+        x, _ = self.self_attn_roles(x)  # R * F + F (Eq. 5-6); distributions reach the model via a hook
+        if not self.normalize_before:
+            x = self.self_attn_layer_norm(x)
+        return _feed_forward(self, x)
+
+
+class RoleDecoderLayer(TransformerDecoderLayerBase):
+    """Decoder cell of TPT-d: role binding after the self-attention and after the cross-attention residual."""
+
+    def __init__(self, cfg, no_encoder_attn=False, add_bias_kv=False, add_zero_attn=False):
+        super().__init__(cfg, no_encoder_attn=no_encoder_attn, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn)
+        heads = cfg.decoder.attention_heads
+        self.self_attn_roles = DiscreteRoleBinding(self.embed_dim, heads, cfg.num_roles, cfg.role_dim)
+        self.encoder_attn_roles = (
+            None if no_encoder_attn else DiscreteRoleBinding(self.embed_dim, heads, cfg.num_roles, cfg.role_dim)
+        )
+
+    def forward(
+        self,
+        x: Tensor,
+        encoder_out: Optional[Tensor] = None,
+        encoder_padding_mask: Optional[Tensor] = None,
+        incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None,
+        prev_self_attn_state: Optional[List[Tensor]] = None,
+        prev_attn_state: Optional[List[Tensor]] = None,
+        self_attn_mask: Optional[Tensor] = None,
+        self_attn_padding_mask: Optional[Tensor] = None,
+        need_attn: bool = False,
+        need_head_weights: bool = False,
+    ):
+        """x: ``T x B x C``; encoder_out: ``S x B x C``. Returns (``T x B x C``, cross-attention
+        weights or None, None) like fairseq's cell."""
+        if prev_self_attn_state is not None or prev_attn_state is not None:
+            raise NotImplementedError("RoleDecoderLayer keeps its cache in incremental_state only")
+        need_attn = need_attn or need_head_weights
+
+        residual = x
+        if self.normalize_before:
+            x = self.self_attn_layer_norm(x)
+        x, _ = self.self_attn(query=x, key=x, value=x, key_padding_mask=self_attn_padding_mask,
+                              incremental_state=incremental_state, need_weights=False, attn_mask=self_attn_mask)
+        x = self.residual_connection(self.dropout_module(x), residual)
+        x, _ = self.self_attn_roles(x)  # Eq. 5-6 on the self-attention filler
+        if not self.normalize_before:
+            x = self.self_attn_layer_norm(x)
+
+        attn = None
+        if self.encoder_attn is not None and encoder_out is not None:
+            residual = x
+            if self.normalize_before:
+                x = self.encoder_attn_layer_norm(x)
+            x, attn = self.encoder_attn(
+                query=x, key=encoder_out, value=encoder_out, key_padding_mask=encoder_padding_mask,
+                incremental_state=incremental_state, static_kv=True,
+                need_weights=need_attn or (not self.training and self.need_attn),
+                need_head_weights=need_head_weights,
+            )
+            x = self.residual_connection(self.dropout_module(x), residual)
+            x, _ = self.encoder_attn_roles(x)  # Eq. 5-6 on the cross-attention filler
+            if not self.normalize_before:
+                x = self.encoder_attn_layer_norm(x)
+
+        return _feed_forward(self, x), attn, None
