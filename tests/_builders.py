@@ -1,0 +1,44 @@
+"""Build registered models the way fairseq's CLIs do (arch presets applied), on a toy dictionary."""
+import torch
+from fairseq import options
+from fairseq.data import Dictionary
+from fairseq.tasks.translation import TranslationTask
+
+import fairseq_tpr  # noqa: F401  (registers the archs)
+
+
+def toy_dictionary(n_symbols=20):
+    d = Dictionary()
+    for i in range(n_symbols):
+        d.add_symbol(f"w{i}")
+    d.finalize(padding_factor=1)
+    return d
+
+
+def build(arch, *extra, src_dict=None, tgt_dict=None, seed=0):
+    """(model, task, args) for ``--arch arch`` plus extra CLI flags; dropout stays as the preset sets it."""
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(
+        parser, ["/dev/null", "--task", "translation", "--arch", arch, "--cpu", *extra]
+    )
+    src_dict = src_dict or toy_dictionary()
+    tgt_dict = tgt_dict or src_dict
+    task = TranslationTask(args, src_dict, tgt_dict)
+    torch.manual_seed(seed)
+    model = task.build_model(args)
+    return model, task, args
+
+
+def random_batch(d, bsz=3, src_len=7, tgt_len=6, seed=1, pad_first=True):
+    """Left-padded sources and right-padded previous outputs with some padding in the batch."""
+    g = torch.Generator().manual_seed(seed)
+    low = d.nspecial
+    src = torch.randint(low, len(d), (bsz, src_len), generator=g)
+    src_lengths = torch.full((bsz,), src_len)
+    if pad_first and bsz > 1:
+        src[0, :2] = d.pad()  # left padding on the first sentence
+        src_lengths[0] = src_len - 2
+    src[:, -1] = d.eos()
+    prev = torch.randint(low, len(d), (bsz, tgt_len), generator=g)
+    prev[:, 0] = d.eos()
+    return src, src_lengths, prev

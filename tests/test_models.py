@@ -1,0 +1,212 @@
+"""Every preset builds and trains a step; incremental == full decoding; beam search is batch-invariant;
+role distributions are returned; bad options fail at build time with the flag named."""
+import pytest
+import torch
+from fairseq.sequence_generator import SequenceGenerator
+
+from fairseq_tpr.models.tp_transformer import TPTransformerModel
+from fairseq_tpr.models.tp_transformer_d import TPTransformerDModel
+from fairseq_tpr.modules import DiscreteRoleBinding, TPMultiheadAttention
+
+from _builders import build, random_batch, toy_dictionary
+
+TINY = ["tp_transformer_tiny", "tp_transformer_d_tiny", "transformer_tp_tiny"]
+PAPER = ["tp_transformer_math", "tp_transformer_wmt_en_de", "tp_transformer_d", "tp_transformer",
+         "transformer_tp_math", "transformer_tp_wmt_en_de", "transformer_tp_d"]
+ABLATIONS = [
+    ("tp_transformer_tiny", "--tpr-in", "encoder"),
+    ("tp_transformer_tiny", "--tpr-in", "decoder"),
+    ("tp_transformer_tiny", "--no-embedding-roles"),
+    ("tp_transformer_d_tiny", "--tpr-in", "encoder"),
+    ("tp_transformer_d_tiny", "--tpr-in", "decoder"),
+]
+
+
+def _loss(model, d, bsz=3):
+    src, src_len, prev = random_batch(d, bsz=bsz)
+    logits, extra = model(src, src_len, prev)
+    return logits.log_softmax(-1).mean() + 0.0 * sum(a.sum() for a in extra.get("role_attn", {}).values()), extra
+
+
+@pytest.mark.parametrize("arch", TINY + [a[0] + " " + " ".join(a[1:]) for a in ABLATIONS])
+def test_tiny_presets_train_and_every_parameter_gets_a_gradient(arch):
+    name, *flags = arch.split()
+    model, task, _ = build(name, *flags, "--dropout", "0.1")
+    model.train()
+    loss, _ = _loss(model, task.source_dictionary)
+    loss.backward()
+    no_grad = [n for n, p in model.named_parameters() if p.requires_grad and (p.grad is None or p.grad.abs().sum() == 0)]
+    assert not no_grad, f"parameters without gradient: {no_grad[:5]}"
+
+
+@pytest.mark.parametrize("arch", PAPER)
+def test_paper_presets_build_with_paper_sizes(arch):
+    model, _, args = build(arch)
+    assert (args.encoder_layers, args.decoder_layers, args.encoder_embed_dim, args.encoder_attention_heads) == (6, 6, 512, 8)
+    assert args.encoder_ffn_embed_dim == 2048
+    assert args.encoder_normalize_before and args.decoder_normalize_before
+    if arch.endswith("_math"):
+        assert args.dropout == 0.0 and args.share_all_embeddings
+    if arch in ("tp_transformer_d", "transformer_tp_d"):
+        assert args.dropout == 0.1 and args.share_all_embeddings
+    if arch == "tp_transformer_d":
+        assert (args.num_roles, args.role_dim) == (50, 64)
+        assert sum(isinstance(m, DiscreteRoleBinding) for m in model.modules()) == 6 + 2 * 6
+    if arch.startswith("tp_transformer") and not arch.startswith("tp_transformer_d"):
+        assert sum(isinstance(m, TPMultiheadAttention) for m in model.modules()) == 6 + 2 * 6
+    # forward/backward at paper size on a tiny batch
+    loss, _ = _loss(model, toy_dictionary(), bsz=2)
+    loss.backward()
+
+
+def test_matched_presets_have_the_same_sizes():
+    pairs = [("tp_transformer_tiny", "transformer_tp_tiny"), ("tp_transformer_d_tiny", "transformer_tp_tiny"),
+             ("tp_transformer_math", "transformer_tp_math"), ("tp_transformer_d", "transformer_tp_d"),
+             ("tp_transformer_wmt_en_de", "transformer_tp_wmt_en_de")]
+    keys = ["encoder_layers", "decoder_layers", "encoder_embed_dim", "encoder_ffn_embed_dim", "encoder_attention_heads",
+            "dropout", "attention_dropout", "share_all_embeddings", "encoder_normalize_before", "decoder_normalize_before"]
+    for tp, plain in pairs:
+        _, _, a = build(tp)
+        _, _, b = build(plain)
+        assert {k: getattr(a, k) for k in keys} == {k: getattr(b, k) for k in keys}, (tp, plain)
+
+
+@pytest.mark.parametrize("arch", ["tp_transformer_d_tiny", "tp_transformer_d_tiny --tpr-in decoder"])
+def test_role_distributions_are_returned_not_stored(arch):
+    name, *flags = arch.split()
+    model, task, args = build(name, *flags)
+    _, extra = _loss(model, task.source_dictionary)
+    roles = extra["role_attn"]
+    n_enc = 0 if "--tpr-in" in flags else args.encoder_layers
+    assert len(roles) == n_enc + 2 * args.decoder_layers
+    for name, dist in roles.items():
+        assert dist.dtype == torch.float32 and dist.shape[-2:] == (args.decoder_attention_heads, args.num_roles)
+        torch.testing.assert_close(dist.sum(-1), torch.ones(dist.shape[:-1]))
+    # nothing kept on the modules between calls
+    for m in model.modules():
+        assert not m._forward_hooks
+
+
+# ----------------------------------------------------------------------------- incremental decoding
+def _full_vs_incremental(model, d, reorder=None):
+    model.eval()
+    src, src_len, prev = random_batch(d, bsz=3, src_len=6, tgt_len=5)
+    with torch.no_grad():
+        enc = model.encoder(src, src_len)
+        full, _ = model.decoder(prev, encoder_out=enc)
+        state = {}
+        steps = []
+        for t in range(prev.size(1)):
+            out, _ = model.decoder(prev[:, : t + 1], encoder_out=enc, incremental_state=state)
+            steps.append(out)
+            if reorder is not None and t == 1:
+                # reorder the batch (as beam search does) and undo it: cached state must follow
+                perm = torch.tensor(reorder)
+                inv = torch.argsort(perm)
+                model.decoder.reorder_incremental_state_scripting(state, perm)
+                enc = model.encoder.reorder_encoder_out(enc, perm)
+                prev, full = prev[perm], full[perm]
+                steps = [s[perm] for s in steps]
+                model.decoder.reorder_incremental_state_scripting(state, inv)
+                enc = model.encoder.reorder_encoder_out(enc, inv)
+                prev, full = prev[inv], full[inv]
+                steps = [s[inv] for s in steps]
+        return full, torch.cat(steps, dim=1)
+
+
+@pytest.mark.parametrize("arch", ["tp_transformer_tiny", "tp_transformer_d_tiny", "tp_transformer_tiny --tpr-in decoder"])
+def test_incremental_equals_full_decoding(arch):
+    name, *flags = arch.split()
+    model, task, _ = build(name, *flags)
+    full, inc = _full_vs_incremental(model, task.source_dictionary)
+    torch.testing.assert_close(inc, full, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ["tp_transformer_tiny", "tp_transformer_d_tiny"])
+def test_reorder_incremental_state_keeps_decoding_exact(arch):
+    model, task, _ = build(arch)
+    full, inc = _full_vs_incremental(model, task.source_dictionary, reorder=[2, 0, 1])
+    torch.testing.assert_close(inc, full, atol=1e-5, rtol=1e-5)
+    # and a real reorder (duplicating a hypothesis, as beam search does) changes the cache accordingly;
+    # as in beam search both rows share one source (fairseq keeps the cross-attention cache then)
+    model.eval()
+    d = task.source_dictionary
+    src, src_len, prev = random_batch(d, bsz=2, src_len=5, tgt_len=3, pad_first=False)
+    src[1], src_len[1] = src[0], src_len[0]
+    with torch.no_grad():
+        enc = model.encoder(src, src_len)
+        state = {}
+        model.decoder(prev[:, :1], encoder_out=enc, incremental_state=state)
+        order = torch.tensor([1, 1])
+        model.decoder.reorder_incremental_state_scripting(state, order)
+        enc2 = model.encoder.reorder_encoder_out(enc, order)
+        step, _ = model.decoder(prev[order][:, :2], encoder_out=enc2, incremental_state=state)
+        ref, _ = model.decoder(prev[order][:, :2], encoder_out=enc2)
+    torch.testing.assert_close(step[:, -1], ref[:, -1], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ["tp_transformer_tiny", "tp_transformer_d_tiny"])
+def test_beam_search_same_hypotheses_for_batch_1_and_8(arch):
+    model, task, _ = build(arch, seed=3)
+    model.eval()
+    with torch.no_grad():  # sharpen the random model so hypotheses are not near-ties
+        for p in model.parameters():
+            p.mul_(3.0)
+    d = task.target_dictionary
+    gen = SequenceGenerator([model], d, beam_size=4, max_len_b=12)
+    g = torch.Generator().manual_seed(5)
+    lengths = [3, 7, 5, 9, 4, 6, 8, 2]
+    srcs = [torch.cat([torch.randint(d.nspecial, len(d), (n,), generator=g), torch.tensor([d.eos()])]) for n in lengths]
+    width = max(len(s) for s in srcs)
+    batch = torch.full((8, width), d.pad())
+    for i, s in enumerate(srcs):
+        batch[i, width - len(s):] = s  # left padding
+    sample = {"net_input": {"src_tokens": batch, "src_lengths": torch.tensor([len(s) for s in srcs])}}
+    together = gen.generate([model], sample)
+    for i, s in enumerate(srcs):
+        alone = gen.generate([model], {"net_input": {"src_tokens": s[None], "src_lengths": torch.tensor([len(s)])}})
+        assert alone[0][0]["tokens"].tolist() == together[i][0]["tokens"].tolist()
+        assert abs(float(alone[0][0]["score"]) - float(together[i][0]["score"])) < 1e-4
+
+
+# ----------------------------------------------------------------------------- bad options
+@pytest.mark.parametrize("flags,match", [
+    (["--role-dim", "10"], "--role-dim 10 x --encoder-attention-heads 4"),
+    (["--num-roles", "0"], "--num-roles must be at least 1"),
+    (["--role-dim", "16", "--encoder-attention-heads", "3"], "--encoder-attention-heads dividing 64"),
+    (["--cross-self-attention"], "--cross-self-attention is not supported"),
+])
+def test_bad_discrete_options_name_the_flag(flags, match):
+    with pytest.raises(ValueError, match=match):
+        build("tp_transformer_d_tiny", *flags)
+
+
+@pytest.mark.parametrize("arch", ["tp_transformer_tiny", "tp_transformer_d_tiny"])
+def test_shared_embeddings_need_a_joined_dictionary(arch):
+    src, tgt = toy_dictionary(20), toy_dictionary(25)
+    with pytest.raises(ValueError, match="--joined-dictionary"):
+        build(arch, src_dict=src, tgt_dict=tgt)
+    model, _, _ = build(arch, "--no-share-all-embeddings", src_dict=src, tgt_dict=tgt)
+    assert model.encoder.embed_tokens is not model.decoder.embed_tokens
+
+
+def test_checkpoint_of_another_kind_or_size_gives_a_clear_error():
+    tpd, _, _ = build("tp_transformer_d_tiny")
+    tpc, _, _ = build("tp_transformer_tiny")
+    with pytest.raises(ValueError, match="discrete-role TP-Transformer"):
+        tpc.load_state_dict(tpd.state_dict())
+    other, _, _ = build("tp_transformer_d_tiny", "--num-roles", "5")
+    with pytest.raises(ValueError, match=r"_roles\.roles: checkpoint \(8, 16\) vs model \(5, 16\).*--num-roles"):
+        other.load_state_dict(tpd.state_dict())
+    fewer, _, _ = build("tp_transformer_d_tiny", "--encoder-layers", "1")
+    with pytest.raises(ValueError, match="--encoder-layers"):
+        fewer.load_state_dict(tpd.state_dict())
+    # a matching checkpoint loads
+    again, _, _ = build("tp_transformer_d_tiny", seed=7)
+    again.load_state_dict(tpd.state_dict())
+
+
+def test_registered_model_classes():
+    m1, _, _ = build("tp_transformer_tiny")
+    m2, _, _ = build("tp_transformer_d_tiny")
+    assert type(m1) is TPTransformerModel and type(m2) is TPTransformerDModel
