@@ -210,3 +210,17 @@ def test_registered_model_classes():
     m1, _, _ = build("tp_transformer_tiny")
     m2, _, _ = build("tp_transformer_d_tiny")
     assert type(m1) is TPTransformerModel and type(m2) is TPTransformerDModel
+
+
+@pytest.mark.parametrize("arch", ["tp_transformer_tiny", "tp_transformer_d_tiny"])
+def test_bf16_forward_keeps_role_softmax_in_fp32(arch):
+    model, task, _ = build(arch)
+    model = model.to(torch.bfloat16).eval()
+    src, src_len, prev = random_batch(task.source_dictionary)
+    with torch.no_grad():
+        logits, extra = model(src, src_len, prev)
+        ref, _ = build(arch)[0].eval()(src, src_len, prev)
+    assert logits.dtype == torch.bfloat16 and torch.isfinite(logits.float()).all()
+    assert (logits.float().argmax(-1) == ref.argmax(-1)).float().mean() > 0.8
+    for dist in extra.get("role_attn", {}).values():
+        assert dist.dtype == torch.float32
