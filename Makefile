@@ -11,7 +11,6 @@ venv: $(STAMP)
 
 $(STAMP): setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --upgrade --quiet pip setuptools wheel
 	# torch first, so that nothing below replaces it with another build
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet --no-build-isolation -e ".[dev]"
