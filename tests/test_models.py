@@ -10,7 +10,7 @@ from fairseq_tpr.modules import DiscreteRoleBinding, TPMultiheadAttention
 
 from _builders import build, random_batch, toy_dictionary
 
-TINY = ["tp_transformer_tiny", "tp_transformer_d_tiny", "transformer_tp_tiny"]
+TINY = ["tp_transformer_tiny", "tp_transformer_d_tiny", "transformer_tp_tiny", "tp_transformer_math_small"]
 PAPER = ["tp_transformer_math", "tp_transformer_wmt_en_de", "tp_transformer_d", "tp_transformer",
          "transformer_tp_math", "transformer_tp_wmt_en_de", "transformer_tp_d"]
 ABLATIONS = [
@@ -62,6 +62,7 @@ def test_paper_presets_build_with_paper_sizes(arch):
 def test_matched_presets_have_the_same_sizes():
     pairs = [("tp_transformer_tiny", "transformer_tp_tiny"), ("tp_transformer_d_tiny", "transformer_tp_tiny"),
              ("tp_transformer_math", "transformer_tp_math"), ("tp_transformer_d", "transformer_tp_d"),
+             ("tp_transformer_math_small", "transformer_tp_math_small"),
              ("tp_transformer_wmt_en_de", "transformer_tp_wmt_en_de")]
     keys = ["encoder_layers", "decoder_layers", "encoder_embed_dim", "encoder_ffn_embed_dim", "encoder_attention_heads",
             "dropout", "attention_dropout", "share_all_embeddings", "encoder_normalize_before", "decoder_normalize_before"]

@@ -7,6 +7,7 @@ TP preset                      matched plain Transformer
 ``tp_transformer_tiny``        ``transformer_tp_tiny``
 ``tp_transformer_d_tiny``      ``transformer_tp_tiny``
 ``tp_transformer_math``        ``transformer_tp_math``
+``tp_transformer_math_small``  ``transformer_tp_math_small``
 ``tp_transformer_wmt_en_de``   ``transformer_tp_wmt_en_de``
 ``tp_transformer_d``           ``transformer_tp_d``
 =============================  ====================================
@@ -45,6 +46,17 @@ def transformer_tp_math(args):
     args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
     _prenorm(args)
     base_architecture(args)
+
+
+@register_model_architecture("transformer", "transformer_tp_math_small")
+def transformer_tp_math_small(args):
+    """Sizes of ``tp_transformer_math_small`` (3+3 layers, d 128, d_ff 512, 4 heads)."""
+    for side in ("encoder", "decoder"):
+        setattr(args, f"{side}_embed_dim", getattr(args, f"{side}_embed_dim", 128))
+        setattr(args, f"{side}_ffn_embed_dim", getattr(args, f"{side}_ffn_embed_dim", 512))
+        setattr(args, f"{side}_layers", getattr(args, f"{side}_layers", 3))
+        setattr(args, f"{side}_attention_heads", getattr(args, f"{side}_attention_heads", 4))
+    transformer_tp_math(args)
 
 
 @register_model_architecture("transformer", "transformer_tp_wmt_en_de")

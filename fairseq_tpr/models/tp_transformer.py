@@ -90,3 +90,15 @@ def tp_transformer_wmt_en_de(args):
     """fairseq's ``transformer_wmt_en_de`` sizes (Schlag et al. ran WMT'14 en-de with fairseq), pre-LN."""
     _tp_defaults(args)
     transformer_wmt_en_de(args)
+
+
+@register_model_architecture("tp_transformer", "tp_transformer_math_small")
+def tp_transformer_math_small(args):
+    """CPU-sized variant of ``tp_transformer_math`` for the demo and short runs:
+    3+3 layers, d 128, d_ff 512, 4 heads, dropout 0, shared embeddings."""
+    for side in ("encoder", "decoder"):
+        setattr(args, f"{side}_embed_dim", getattr(args, f"{side}_embed_dim", 128))
+        setattr(args, f"{side}_ffn_embed_dim", getattr(args, f"{side}_ffn_embed_dim", 512))
+        setattr(args, f"{side}_layers", getattr(args, f"{side}_layers", 3))
+        setattr(args, f"{side}_attention_heads", getattr(args, f"{side}_attention_heads", 4))
+    tp_transformer_math(args)
