@@ -30,6 +30,7 @@ EXTRAPOLATE = {"arithmetic__add_or_sub_big": 2, "numbers__place_value_big": 3}
 # a question and once in the answer of arithmetic__add_or_sub_big (3)
 UNK = {"interpolate": {"comparison__pair": 1}, "extrapolate": {"arithmetic__add_or_sub_big": 3}}
 VALID_PER_MODULE = 2
+LEAKED = ("What is the tens digit of 4321?", "2")
 
 
 def _example(module, rng, big=False):
@@ -53,9 +54,12 @@ def write_release(root, seed=0):
         for module, n in TRAIN_PER_FILE.items():
             data[split][module] = [_example(module, rng) for _ in range(n)]
     data["train-easy"]["numbers__place_value"][0] = ("What is the tens digit of 1234567890?", "9")  # every digit
+    data["train-medium"]["numbers__place_value"][0] = LEAKED  # twice in training, once in interpolate
+    data["train-hard"]["numbers__place_value"][0] = LEAKED
     for module, n in INTERPOLATE.items():
         data["interpolate"][module] = [_example(module, rng) for _ in range(n)]
     data["interpolate"]["comparison__pair"][1] = ("Which is bigger: 4 or ½?", "4")
+    data["interpolate"]["numbers__place_value"][2] = LEAKED
     for module, n in EXTRAPOLATE.items():
         data["extrapolate"][module] = [_example(module, rng, big=True) for _ in range(n)]
     data["extrapolate"]["arithmetic__add_or_sub_big"][0] = ("What is 5€ + 7€?", "12€")
@@ -258,6 +262,17 @@ def test_module_selection_and_default_valid_size(built):
     assert counts["interpolate"] == {"numbers__place_value": 4}
     assert counts["extrapolate"] == {"numbers__place_value_big": 3}
     assert list(json.loads((dest / "test_sets.json").read_text())) == ["test", "test1"]
+
+
+def test_test_examples_seen_in_training(built):
+    tok = built["root"] / "one" / "tok"
+    train = set(md.read_tokenized(tok / "train"))
+    assert LEAKED in train  # at most one of its two copies is held out
+    expected = {"interpolate": {"numbers__place_value": sum(p in train for p in md.read_tokenized(tok / "interpolate.numbers__place_value"))},
+                "extrapolate": {"numbers__place_value_big": 0}}
+    assert expected["interpolate"]["numbers__place_value"] >= 1
+    counts = json.loads((built["root"] / "one" / "data-bin" / "counts.json").read_text())
+    assert counts["test_in_train"] == expected
 
 
 # ---------------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ import difflib
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -124,12 +125,17 @@ def detokenize(line):
 # reading and checking the release layout
 
 
+_BLANK_LINE = re.compile(r"^[^\S\n]*$", re.M)  # a line with nothing but whitespace
+_BAD_CHAR = re.compile("[^\\S\n ]|" + SPACE)  # whitespace other than a space (or newline), or ▁
+
+
 def check_module_file(path):
     """Cheap check of one ``<module>.txt`` before any long work; returns its number of examples.
 
     Raises :class:`MathDataError` for an odd number of lines (a question without its answer),
     an empty question or answer line, text that is not UTF-8, whitespace other than a plain
     space (fairseq would split on it) or a literal ``▁`` (it would come back as a space).
+    Regular expressions over the whole file keep this fast on the full release.
     """
     data = Path(path).read_bytes()
     if not data:
@@ -145,25 +151,25 @@ def check_module_file(path):
     except UnicodeDecodeError as err:
         line_no = data[: err.start].count(b"\n") + 1
         raise MathDataError(f"{path} line {line_no} is not UTF-8 text ({err.reason}).") from None
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    for i, line in enumerate(lines):
-        line = line.rstrip("\r")
-        what = "question" if i % 2 == 0 else "answer"
-        if not line.strip():
-            raise MathDataError(
-                f"{path} line {i + 1} is an empty {what} line. Every question and every answer must be "
-                "non-empty; remove the empty line (and its partner) or regenerate the file."
-            )
-        bad = sorted({c for c in line if (c.isspace() and c != " ") or c == SPACE})
-        if bad:
-            names = ", ".join(f"U+{ord(c):04X}" for c in bad)
-            raise MathDataError(
-                f"{path} line {i + 1}: the {what} contains {names}. Only plain spaces may separate words "
-                f"(other whitespace would be lost, and {SPACE} is the symbol a space is written as)."
-            )
-    return len(lines) // 2
+    body = (text[:-1] if text.endswith("\n") else text).replace("\r\n", "\n")
+    blank = _BLANK_LINE.search(body)
+    if blank:
+        line_no = body.count("\n", 0, blank.start()) + 1
+        raise MathDataError(
+            f"{path} line {line_no} is an empty {'question' if line_no % 2 else 'answer'} line. Every question "
+            "and every answer must be non-empty; remove the empty line (and its partner) or regenerate the file."
+        )
+    bad = _BAD_CHAR.search(body)
+    if bad:
+        line_no = body.count("\n", 0, bad.start()) + 1
+        line = body.split("\n")[line_no - 1]
+        names = ", ".join(f"U+{ord(c):04X}" for c in sorted(set(_BAD_CHAR.findall(line))))
+        raise MathDataError(
+            f"{path} line {line_no}: the {'question' if line_no % 2 else 'answer'} contains {names}. Only plain "
+            f"spaces may separate words (other whitespace would be lost, and {SPACE} is the symbol a space is "
+            "written as)."
+        )
+    return n_lines // 2
 
 
 def read_module_file(path):
@@ -293,9 +299,8 @@ def ensure_generator_venv(venv):
             detail = (proc.stdout + proc.stderr).strip()[-2000:]
         except OSError as err:
             failed, detail = True, str(err)
-        if failed:
-            if venv.exists() and (i > 0 or (venv / _INCOMPLETE).exists() or not any(venv.iterdir())):
-                shutil.rmtree(venv, ignore_errors=True)
+        if failed:  # venv was absent, empty or ours when we started: what is there now is our half-built venv
+            shutil.rmtree(venv, ignore_errors=True)
             what = "create the venv" if i == 0 else "install the generator into it"
             raise MathDataError(
                 f"could not {what} {venv}:\n{detail}\nFix the cause (a writable --mathgen-venv path, access to the "
@@ -431,8 +436,13 @@ def _write_pairs(prefix, pairs):
 
 
 def _unk_count(pairs, known):
-    """Characters of ``pairs`` (spaces as ``▁``) that are not in ``known``."""
-    return sum(1 for q, a in pairs for c in (q + a).replace(" ", SPACE) if c not in known)
+    """Characters of ``pairs`` (spaces as ``▁``) that are not in ``known`` (the ``<unk>`` tokens)."""
+    total = 0
+    for q, a in pairs:
+        text = (q + a).replace(" ", SPACE)
+        if not known.issuperset(text):
+            total += sum(1 for c in text if c not in known)
+    return total
 
 
 def write_tokenized(files, tok, valid_per_module=None, seed=1):
@@ -440,15 +450,20 @@ def write_tokenized(files, tok, valid_per_module=None, seed=1):
 
     ``counts`` has ``examples`` (per split and module, including the merged ``train`` and
     ``valid``), ``unk`` (characters of valid/test sets that the training data lacks, i.e. the
-    ``<unk>`` tokens fairseq will write) and ``test_in_train`` (test questions that also occur,
-    with the same answer, in the training data). ``test_prefixes`` is the ordered list of
-    ``(split, module, prefix)`` for ``--testpref``.
+    ``<unk>`` tokens fairseq will write) and ``test_in_train`` (test examples whose question
+    and answer also occur in the training data of their module). ``test_prefixes`` is the
+    ordered list of ``(split, module, prefix)`` for ``--testpref``: interpolate modules, then
+    extrapolate modules, each sorted by name. Works one module at a time, so memory stays at
+    one module's training data.
     """
     tok.mkdir(parents=True, exist_ok=True)
-    examples = defaultdict(dict)
+    for name in ("train", "valid"):
+        for lang in LANGS:
+            open(tok / f"{name}.{lang}", "w").close()
+    examples, unk, test_in_train = defaultdict(dict), defaultdict(dict), defaultdict(dict)
     train_modules = sorted({m for s in TRAIN_SPLITS for m in files[s]})
-    train_chars, seen = set(), set()
-    valid_sets = {}
+    tests = [(split, m) for split in TEST_SPLITS for m in sorted(files[split])]
+    train_chars = set()
     for module in _progress(train_modules, "train/valid"):
         pairs = []
         for split in TRAIN_SPLITS:
@@ -464,34 +479,45 @@ def write_tokenized(files, tok, valid_per_module=None, seed=1):
             )
         held_out = set(random.Random(f"{seed}/{module}").sample(range(len(pairs)), n_valid))
         train = [p for i, p in enumerate(pairs) if i not in held_out]
-        valid_sets[module] = [p for i, p in enumerate(pairs) if i in held_out]
         _write_pairs(tok / "train", train)
-        examples["train"][module] = len(train)
-        examples["valid"][module] = n_valid
-        train_chars.update(c for q, a in train for c in (q + a).replace(" ", SPACE))
-        seen.update(train)
-    unk = defaultdict(dict)
-    test_in_train = defaultdict(dict)
-    open(tok / "valid.q", "w").close(), open(tok / "valid.a", "w").close()
-    for module, pairs in valid_sets.items():
-        _write_pairs(tok / "valid", pairs)
-        unk["valid"][module] = _unk_count(pairs, train_chars)
+        _write_pairs(tok / "valid", [pairs[i] for i in sorted(held_out)])
+        examples["train"][module], examples["valid"][module] = len(train), n_valid
+        for q, a in train:
+            train_chars.update(q)
+            train_chars.update(a)
+        seen = set(train)
+        for split, name in tests:  # leakage: only this module's own test files can repeat its questions
+            owner = name if split == "interpolate" else extrapolate_owner(name, train_modules)
+            if owner == module:
+                test_in_train[split][name] = sum(1 for p in read_module_file(files[split][name]) if p in seen)
+        del pairs, train, seen
+    if " " in train_chars:
+        train_chars.add(SPACE)
+    valid = read_tokenized(tok / "valid")
+    for module in train_modules:
+        n = examples["valid"][module]
+        unk["valid"][module], valid = _unk_count(valid[:n], train_chars), valid[n:]
     prefixes = []
-    for split in TEST_SPLITS:
-        for module in _progress(sorted(files[split]), split):
-            pairs = read_module_file(files[split][module])
-            if not pairs:
-                continue
-            prefix = tok / f"{split}.{module}"
-            for lang in LANGS:
-                open(f"{prefix}.{lang}", "w").close()
-            _write_pairs(prefix, pairs)
-            examples[split][module] = len(pairs)
-            unk[split][module] = _unk_count(pairs, train_chars)
-            test_in_train[split][module] = sum(1 for p in pairs if p in seen)
-            prefixes.append((split, module, prefix))
+    for split, module in _progress(tests, "test sets"):
+        pairs = read_module_file(files[split][module])
+        if not pairs:
+            continue
+        prefix = tok / f"{split}.{module}"
+        for lang in LANGS:
+            open(f"{prefix}.{lang}", "w").close()
+        _write_pairs(prefix, pairs)
+        examples[split][module] = len(pairs)
+        unk[split][module] = _unk_count(pairs, train_chars)
+        test_in_train[split].setdefault(module, 0)
+        prefixes.append((split, module, prefix))
     counts = {"examples": dict(examples), "unk": dict(unk), "test_in_train": dict(test_in_train)}
     return counts, prefixes
+
+
+def read_tokenized(prefix):
+    """The ``(question, answer)`` pairs of ``prefix.q`` / ``prefix.a``, detokenized."""
+    with open(f"{prefix}.q", encoding="utf-8") as fq, open(f"{prefix}.a", encoding="utf-8") as fa:
+        return [(detokenize(q), detokenize(a)) for q, a in zip(fq, fa)]
 
 
 def _progress(items, desc):
@@ -607,7 +633,6 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         prog="math_dataset", description=__doc__.split("\n\n")[0],
         epilog="Output: OUT/tok/, OUT/data-bin/ (with test_sets.json, counts.json); OUT/raw/ with --generate.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--generate", action="store_true", help="generate the data with DeepMind's generator")
@@ -617,15 +642,15 @@ def parse_args(argv=None):
     parser.add_argument("--modules", help="comma-separated module names; default with --generate: "
                         + ",".join(DEFAULT_MODULES) + "; with --release: every module of the release")
     parser.add_argument("--per-module", type=int, default=10000,
-                        help="--generate: training examples per module (a third each for easy/medium/hard)")
+                        help="--generate: training examples per module, a third each for easy/medium/hard (default %(default)s)")
     parser.add_argument("--per-test-module", type=int, default=1000,
-                        help="--generate: examples per interpolate and per extrapolate module")
+                        help="--generate: examples per interpolate and per extrapolate module (default %(default)s)")
     parser.add_argument("--valid-per-module", type=int, default=None,
                         help="validation examples held out of each module's training data "
                              "(default: 1%% of it, at least 1, at most 1000)")
-    parser.add_argument("--seed", type=int, default=1, help="seeds the validation hold-out and the generator")
+    parser.add_argument("--seed", type=int, default=1, help="seeds the validation hold-out and the generator (default %(default)s)")
     parser.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1),
-                        help="generator processes and fairseq-preprocess workers")
+                        help="generator processes and fairseq-preprocess workers (default: min(4, CPUs))")
     parser.add_argument("--mathgen-venv", type=Path, default=None,
                         help=f"the generator's venv (created if missing; default ${MATHGEN_VENV_ENV} or "
                              "REPO/.venv-mathgen)")
