@@ -25,5 +25,7 @@ setup(
         "tqdm",
     ],
     extras_require={"dev": ["pytest>=7", "pytest-timeout"]},
-    entry_points={"console_scripts": []},
+    entry_points={"console_scripts": [
+        "fairseq-tpr-math-eval = fairseq_tpr.cli.math_eval:main",
+    ]},
 )

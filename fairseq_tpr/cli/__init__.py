@@ -1,0 +1,1 @@
+"""Console scripts of fairseq_tpr (see ``entry_points`` in setup.py)."""
