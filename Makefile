@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.fairseq_tpr-installed
 
-.PHONY: venv test demo bench clean-demo
+.PHONY: venv test demo demo-quick bench
 
 venv: $(STAMP)
 
@@ -20,11 +20,13 @@ $(STAMP): setup.py
 test: venv
 	$(BIN)/python -m pytest -q tests
 
+# the main job: Mathematics Dataset -> small tp_transformer on CPU -> exact-match table (~12-15 min)
 demo: venv
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/math/demo.sh
+
+# a one-minute smoke run: tp_transformer_d_tiny learns to reverse letter sequences
+demo-quick: venv
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/demo/reverse.sh
 
 bench: venv
 	$(BIN)/python benchmarks/throughput.py
-
-clean-demo:
-	rm -rf runs/demo
