@@ -1,0 +1,34 @@
+"""The learning-curve plotter reads fairseq's validation lines and writes a non-empty PNG."""
+import pytest
+
+from fairseq_tpr.cli.learning_curve import main, parse_valid_lines
+
+LOG = """\
+2026-11-22 03:13:46 | INFO | train_inner | epoch 001:    100 / 817 loss=2.793, num_updates=100
+2026-11-22 03:14:10 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 1.802 | nll_loss 1.802 | accuracy 61.387 | wps 963.3 | num_updates 200
+2026-11-22 03:16:10 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 1.519 | nll_loss 1.519 | accuracy 64.452 | num_updates 400 | best_loss 1.519
+2026-11-22 03:16:11 | INFO | valid | epoch 001 | valid on 'test' subset | loss 9.9 | num_updates 400
+"""
+
+
+def test_parse_valid_lines():
+    rows = parse_valid_lines(LOG)
+    assert [(r["num_updates"], r["loss"], r["accuracy"]) for r in rows] == [(200, 1.802, 61.387), (400, 1.519, 64.452)]
+    assert rows[1]["best_loss"] == 1.519
+
+
+def test_writes_png(tmp_path):
+    log = tmp_path / "run" / "train.log"
+    log.parent.mkdir()
+    log.write_text(LOG)
+    out = tmp_path / "curve.png"
+    main([str(log), str(log), "--labels", "a", "b", "--out", str(out)])
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 5000
+
+
+def test_log_without_validation_is_a_clear_error(tmp_path, capsys):
+    log = tmp_path / "train.log"
+    log.write_text("nothing here\n")
+    with pytest.raises(SystemExit):
+        main([str(log), "--out", str(tmp_path / "x.png")])
+    assert "no \"valid on 'valid' subset\" lines" in capsys.readouterr().err
