@@ -44,7 +44,7 @@ class DiscreteRoleBinding(nn.Module):
         logits = self.role_scorer(x).view(T, B, self.num_heads, self.num_roles)
         role_attn = torch.softmax(logits.float(), dim=-1)  # T x B x H x N_r, fp32     (Eq. 5)
         R = torch.matmul(role_attn, roles_hat).reshape(T, B, C).to(x.dtype)  # T x B x H*d_r
-        return R * x + x, role_attn  # Eq. 6
+        return torch.addcmul(x, R, x), role_attn  # Eq. 6: R * F + F
 
     def extra_repr(self) -> str:
         return f"heads={self.num_heads}, num_roles={self.num_roles}, role_dim={self.role_dim}"
