@@ -17,6 +17,8 @@ They are fairseq's own TransformerModel (registered under the ``transformer`` mo
 from fairseq.models import register_model_architecture
 from fairseq.models.transformer import base_architecture, transformer_wmt_en_de
 
+from .tpr_transformer_base import default_sizes
+
 
 def _prenorm(args):
     args.encoder_normalize_before = getattr(args, "encoder_normalize_before", True)
@@ -26,11 +28,7 @@ def _prenorm(args):
 @register_model_architecture("transformer", "transformer_tp_tiny")
 def transformer_tp_tiny(args):
     """Sizes of ``tp_transformer_tiny`` / ``tp_transformer_d_tiny``."""
-    for side in ("encoder", "decoder"):
-        setattr(args, f"{side}_embed_dim", getattr(args, f"{side}_embed_dim", 64))
-        setattr(args, f"{side}_ffn_embed_dim", getattr(args, f"{side}_ffn_embed_dim", 128))
-        setattr(args, f"{side}_layers", getattr(args, f"{side}_layers", 2))
-        setattr(args, f"{side}_attention_heads", getattr(args, f"{side}_attention_heads", 4))
+    default_sizes(args, embed_dim=64, ffn_dim=128, layers=2, heads=4)
     args.dropout = getattr(args, "dropout", 0.0)
     args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
     _prenorm(args)
@@ -51,11 +49,7 @@ def transformer_tp_math(args):
 @register_model_architecture("transformer", "transformer_tp_math_small")
 def transformer_tp_math_small(args):
     """Sizes of ``tp_transformer_math_small`` (3+3 layers, d 128, d_ff 512, 4 heads)."""
-    for side in ("encoder", "decoder"):
-        setattr(args, f"{side}_embed_dim", getattr(args, f"{side}_embed_dim", 128))
-        setattr(args, f"{side}_ffn_embed_dim", getattr(args, f"{side}_ffn_embed_dim", 512))
-        setattr(args, f"{side}_layers", getattr(args, f"{side}_layers", 3))
-        setattr(args, f"{side}_attention_heads", getattr(args, f"{side}_attention_heads", 4))
+    default_sizes(args, embed_dim=128, ffn_dim=512, layers=3, heads=4)
     transformer_tp_math(args)
 
 

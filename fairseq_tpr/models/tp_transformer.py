@@ -12,7 +12,7 @@ from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import TransformerDecoder, TransformerEncoder, base_architecture, transformer_wmt_en_de
 
 from ..modules import EmbeddingRoleBinding, TPDecoderLayer, TPEncoderLayer
-from .tpr_transformer_base import TPRTransformerDecoder, TPRTransformerEncoder, TPRTransformerModelBase
+from .tpr_transformer_base import TPRTransformerDecoder, TPRTransformerEncoder, TPRTransformerModelBase, default_sizes
 
 
 @register_model("tp_transformer")
@@ -61,14 +61,7 @@ def tp_transformer_base(args):
 @register_model_architecture("tp_transformer", "tp_transformer_tiny")
 def tp_transformer_tiny(args):
     """For tests and CPU demos: 2+2 layers, d 64, d_ff 128, 4 heads, dropout 0, shared embeddings."""
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 64)
-    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 128)
-    args.encoder_layers = getattr(args, "encoder_layers", 2)
-    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 4)
-    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 64)
-    args.decoder_ffn_embed_dim = getattr(args, "decoder_ffn_embed_dim", 128)
-    args.decoder_layers = getattr(args, "decoder_layers", 2)
-    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 4)
+    default_sizes(args, embed_dim=64, ffn_dim=128, layers=2, heads=4)
     args.dropout = getattr(args, "dropout", 0.0)
     args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
     tp_transformer_base(args)
@@ -96,9 +89,5 @@ def tp_transformer_wmt_en_de(args):
 def tp_transformer_math_small(args):
     """CPU-sized variant of ``tp_transformer_math`` for the demo and short runs:
     3+3 layers, d 128, d_ff 512, 4 heads, dropout 0, shared embeddings."""
-    for side in ("encoder", "decoder"):
-        setattr(args, f"{side}_embed_dim", getattr(args, f"{side}_embed_dim", 128))
-        setattr(args, f"{side}_ffn_embed_dim", getattr(args, f"{side}_ffn_embed_dim", 512))
-        setattr(args, f"{side}_layers", getattr(args, f"{side}_layers", 3))
-        setattr(args, f"{side}_attention_heads", getattr(args, f"{side}_attention_heads", 4))
+    default_sizes(args, embed_dim=128, ffn_dim=512, layers=3, heads=4)
     tp_transformer_math(args)

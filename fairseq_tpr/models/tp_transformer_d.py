@@ -17,7 +17,7 @@ from fairseq.models.transformer import TransformerDecoder, TransformerEncoder, b
 from torch import Tensor
 
 from ..modules import DiscreteRoleBinding, RoleDecoderLayer, RoleEncoderLayer
-from .tpr_transformer_base import TPRTransformerDecoder, TPRTransformerEncoder, TPRTransformerModelBase
+from .tpr_transformer_base import TPRTransformerDecoder, TPRTransformerEncoder, TPRTransformerModelBase, default_sizes
 
 
 @register_model("tp_transformer_d")
@@ -119,14 +119,7 @@ def tp_transformer_d(args):
 @register_model_architecture("tp_transformer_d", "tp_transformer_d_tiny")
 def tp_transformer_d_tiny(args):
     """For tests and CPU demos: 2+2 layers, d 64, d_ff 128, 4 heads, N_r 8, d_r 16, dropout 0."""
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 64)
-    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 128)
-    args.encoder_layers = getattr(args, "encoder_layers", 2)
-    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 4)
-    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 64)
-    args.decoder_ffn_embed_dim = getattr(args, "decoder_ffn_embed_dim", 128)
-    args.decoder_layers = getattr(args, "decoder_layers", 2)
-    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 4)
+    default_sizes(args, embed_dim=64, ffn_dim=128, layers=2, heads=4)
     args.num_roles = getattr(args, "num_roles", 8)
     args.role_dim = getattr(args, "role_dim", 16)
     args.dropout = getattr(args, "dropout", 0.0)

@@ -16,6 +16,14 @@ from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 TPR_SIDES = ("both", "encoder", "decoder")
 
 
+def default_sizes(args, embed_dim: int, ffn_dim: int, layers: int, heads: int) -> None:
+    """Preset helper: the same sizes for encoder and decoder, unless given on the command line."""
+    for side in ("encoder", "decoder"):
+        for key, value in (("embed_dim", embed_dim), ("ffn_embed_dim", ffn_dim), ("layers", layers),
+                           ("attention_heads", heads)):
+            setattr(args, f"{side}_{key}", getattr(args, f"{side}_{key}", value))
+
+
 def wrap_layer(layer: nn.Module, cfg) -> nn.Module:
     """What fairseq's ``build_encoder_layer``/``build_decoder_layer`` put around a new
     layer: activation checkpointing (``--checkpoint-activations``) and FSDP wrapping."""
