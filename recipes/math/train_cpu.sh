@@ -10,19 +10,8 @@
 # Environment: MAX_UPDATE (100000), MAX_MINUTES (unset: no time limit), VALID_EVERY (200 updates).
 # The log goes to SAVE_DIR/train.log; log lines stream to the terminal.
 set -euo pipefail
-if [[ $# -lt 3 ]]; then
-    sed -n '2,12p' "$0" >&2
-    exit 2
-fi
-model=$1 data=$2 save=$3
-shift 3
-case "$model" in
-    tp_transformer) arch=tp_transformer_math_small ;;
-    transformer) arch=transformer_tp_math_small ;;
-    *) echo "error: model must be tp_transformer or transformer (got '$model')" >&2; exit 2 ;;
-esac
-[[ -f "$data/dict.q.txt" ]] || { echo "error: $data/dict.q.txt not found: build DATA_BIN with preprocess/math_dataset.sh" >&2; exit 1; }
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+ARCH_SUFFIX="_small"
+source "$(dirname "${BASH_SOURCE[0]}")/_args.sh"
 limit=()
 [[ -n "${MAX_MINUTES:-}" ]] && limit=(--stop-time-hours "$(python -c "print(${MAX_MINUTES} / 60)")")
 mkdir -p "$save"

@@ -10,19 +10,8 @@
 # DATA_BIN comes from preprocess/math_dataset.sh. Environment: BATCH (256), UPDATE_FREQ (4),
 # MAX_UPDATE (1700000), FP16 (1: --fp16 on CUDA).
 set -euo pipefail
-if [[ $# -lt 3 ]]; then
-    sed -n '2,12p' "$0" >&2
-    exit 2
-fi
-model=$1 data=$2 save=$3
-shift 3
-case "$model" in
-    tp_transformer) arch=tp_transformer_math ;;
-    transformer) arch=transformer_tp_math ;;
-    *) echo "error: model must be tp_transformer or transformer (got '$model')" >&2; exit 2 ;;
-esac
-[[ -f "$data/dict.q.txt" ]] || { echo "error: $data/dict.q.txt not found: build DATA_BIN with preprocess/math_dataset.sh" >&2; exit 1; }
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+ARCH_SUFFIX=""
+source "$(dirname "${BASH_SOURCE[0]}")/_args.sh"
 fp16=()
 [[ "${FP16:-1}" == 1 ]] && python -c "import torch,sys; sys.exit(not torch.cuda.is_available())" && fp16=(--fp16)
 
