@@ -5,7 +5,6 @@ that explains a mismatch instead of printing a torch shape trace.
 The variant (continuous or discrete roles) is chosen once, by the layer classes a model
 hands to :class:`TPRTransformerEncoder` / :class:`TPRTransformerDecoder`.
 """
-import argparse
 from typing import Dict, Optional, Type
 
 import torch.nn as nn
@@ -173,6 +172,4 @@ def explain_state_dict_mismatch(model: nn.Module, state_dict: Dict, family: str)
 
 def _arch(model) -> str:
     cfg = getattr(model, "args", None) or getattr(model, "cfg", None)
-    if isinstance(cfg, argparse.Namespace):
-        return getattr(cfg, "arch", "?")
-    return getattr(cfg, "arch", "?") if cfg is not None else "?"
+    return getattr(cfg, "arch", "?")
