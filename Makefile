@@ -5,14 +5,18 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.fairseq_tpr-installed
 
-.PHONY: venv test demo demo-quick bench
+.PHONY: venv sysdeps test demo demo-quick bench
 
-venv: $(STAMP)
+venv: $(STAMP) sysdeps
+
+# Perl XML::Parser (official ROUGE-1.5.5) and Java (METEOR): apt-get when root, else a clear warning
+sysdeps:
+	@bash scripts/system_deps.sh
 
 $(STAMP): setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch first, so that nothing below replaces it with another build
-	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet torch==2.13.0 cython
 	$(BIN)/pip install --quiet --no-build-isolation -e ".[dev]"
 	$(BIN)/python -c "import torch, fairseq, fairseq_tpr; print('torch', torch.__version__, '| fairseq', fairseq.__version__, '| fairseq_tpr ready')"
 	touch $(STAMP)

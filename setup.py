@@ -20,6 +20,7 @@ setup(
         "pycocoevalcap",
         "sentencepiece",
         "subword-nmt",
+        "fastBPE",  # a source package: the Makefile installs Cython first and builds it with --no-build-isolation
         "bm25s",
         "matplotlib",
         "tqdm",
@@ -27,5 +28,11 @@ setup(
     extras_require={"dev": ["pytest>=7", "pytest-timeout"]},
     entry_points={"console_scripts": [
         "fairseq-tpr-math-eval = fairseq_tpr.cli.math_eval:main",
+        "fairseq-tpr-score = fairseq_tpr.cli.score:main",
+        "fairseq-tpr-roles = fairseq_tpr.cli.roles:main",
+        "fairseq-tpr-probe = fairseq_tpr.cli.probe:main",
+        "fairseq-tpr-caption-score = fairseq_tpr.cli.caption_score:main",
+        "fairseq-tpr-unbinding = fairseq_tpr.cli.unbinding:main",
+        "fairseq-tpr-pos-tagger = fairseq_tpr.cli.pos_tagger:main",
     ]},
 )

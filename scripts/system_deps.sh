@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# System packages outside pip: Perl's XML::Parser (the official ROUGE-1.5.5 script) and Java
+# (METEOR 1.5 in pycocoevalcap). Installs them with apt-get when run as root on Debian/Ubuntu;
+# otherwise prints what is missing and how to install it. Never fails the build: only the
+# Perl ROUGE and METEOR scorers need these, and they say so themselves when run without them.
+set -uo pipefail
+missing=()
+perl -MXML::Parser -e1 >/dev/null 2>&1 || missing+=(libxml-parser-perl)
+command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing system packages: ${missing[*]}"
+    (DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 \
+        || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null 2>&1; }) \
+        && echo "installed: ${missing[*]}" && exit 0
+fi
+echo "WARNING: missing system packages: ${missing[*]}" >&2
+echo "  install them with: sudo apt-get install ${missing[*]}" >&2
+echo "  (without them the Perl ROUGE-1.5.5 and METEOR scorers report themselves unavailable)" >&2
+exit 0
