@@ -1,0 +1,2 @@
+"""Tasks registered with fairseq (fairseq's ``--user-dir`` imports this package; so does ``fairseq_tpr/__init__.py``)."""
+from . import image_captioning  # noqa: F401

@@ -1,0 +1,75 @@
+"""Task ``image_captioning``: precomputed image features -> captions (Huang et al., ATPL Sec. 4).
+
+Data directory (see :mod:`fairseq_tpr.data.captioning`): ``dict.txt``; per split
+``S.bin/.idx`` (binarized captions), ``S.img`` (image id per caption), ``S.feat.npy`` (N x D
+float32, memory-mapped) and ``S.feat.ids``. The training split (``--train-subset``, default
+``train``) pairs every reference with its image; every other split has one item per image,
+whose target is the image's first reference (validation loss uses it; the caption scorer
+uses all references). The image feature travels as ``sample["net_input"]["image_features"]``
+(B x D).
+"""
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fairseq.data import Dictionary, data_utils
+from fairseq.dataclass import FairseqDataclass
+from fairseq.tasks import FairseqTask, register_task
+
+from ..data.captioning import CaptionDataError, CaptioningDataset, caption_rows, feature_dim, load_features
+
+
+@dataclass
+class ImageCaptioningConfig(FairseqDataclass):
+    data: str = field(default="", metadata={"help": "captioning data directory (dict.txt, S.bin/.idx, S.img, "
+                                                    "S.feat.npy, S.feat.ids)"})
+    max_target_positions: int = field(default=1024, metadata={"help": "longest caption in tokens"})
+
+
+@register_task("image_captioning", dataclass=ImageCaptioningConfig)
+class ImageCaptioningTask(FairseqTask):
+    """Image features in, captions out (module docstring)."""
+
+    def __init__(self, cfg, dictionary, feature_dim_):
+        super().__init__(cfg)
+        self.dictionary = dictionary
+        self.feature_dim = feature_dim_
+
+    @classmethod
+    def setup_task(cls, cfg, **kwargs):
+        dict_path = os.path.join(cfg.data, "dict.txt")
+        if not os.path.exists(dict_path):
+            raise FileNotFoundError(f"{dict_path} is missing: binarize the captions first "
+                                    f"(preprocess/captions.sh RAW_DIR {cfg.data})")
+        dictionary = Dictionary.load(dict_path)
+        splits = sorted(p.name[: -len(".feat.npy")] for p in Path(cfg.data).glob("*.feat.npy"))
+        dim = feature_dim(cfg.data, ["train", "valid", "test"] + splits)
+        if dim is None:
+            raise FileNotFoundError(f"no S.feat.npy image-feature file in {cfg.data}")
+        return cls(cfg, dictionary, dim)
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        feats, _, id2row = load_features(self.cfg.data, split)
+        if feats.shape[1] != self.feature_dim:
+            raise CaptionDataError(f"{self.cfg.data}/{split}.feat.npy has {feats.shape[1]}-d features but this task "
+                                   f"(and its model) uses {self.feature_dim}-d features: extract all splits with "
+                                   f"the same CNN layer")
+        captions = data_utils.load_indexed_dataset(f"{self.cfg.data}/{split}", self.dictionary)
+        if captions is None:
+            raise FileNotFoundError(f"{self.cfg.data}/{split}.bin/.idx missing: binarize {split}.txt "
+                                    f"(preprocess/captions.sh)")
+        rows = caption_rows(self.cfg.data, split, id2row, len(captions))
+        is_train = split == getattr(getattr(self, "cfg", None), "train_subset", "train") or split.startswith("train")
+        self.datasets[split] = CaptioningDataset(captions, rows, feats, self.dictionary,
+                                                 one_per_image=not is_train, shuffle=is_train, split=split)
+
+    def max_positions(self):
+        return self.cfg.max_target_positions
+
+    @property
+    def source_dictionary(self):
+        return None
+
+    @property
+    def target_dictionary(self):
+        return self.dictionary
