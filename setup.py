@@ -20,6 +20,7 @@ setup(
         "pycocoevalcap",
         "sentencepiece",
         "subword-nmt",
+        "sacremoses",  # --tokenizer moses: detokenise WMT output before sacreBLEU
         "fastBPE",  # a source package: the Makefile installs Cython first and builds it with --no-build-isolation
         "bm25s",
         "matplotlib",
