@@ -10,6 +10,7 @@ from .checkpoint_safety import allow_fairseq_checkpoints
 allow_fairseq_checkpoints()
 
 from . import criterions, models  # noqa: E402,F401  (registration)
+from . import scoring  # noqa: E402,F401  (registers --scoring rouge)
 from . import tasks  # noqa: E402,F401
 
 __version__ = "0.1.0"
