@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from fairseq_tpr.cli import pos_tagger as pos_cli
 from fairseq_tpr.data.pos_corpus import (
     CorpusError, check_alignment, detect_format, load_unbinding, read_conllu, read_tagged, read_word_tag,
 )
@@ -287,29 +288,39 @@ def test_cli_trains_reports_and_reloads(tmp_path, run_cli):
     assert by["test"]["oov_tokens"] > 0  # 'zz' is not in train
     assert (out / "checkpoint_best.pt").is_file()
 
-    r2 = run_cli("fairseq-tpr-pos-tagger", "--load", out / "checkpoint_best.pt",
-                 "--test-tags", files["test"][0], "--test-u", files["test"][1], "--no-progress-bar",
-                 "--results-json", out / "res2.json", timeout=120)
-    assert r2.returncode == 0, r2.stderr
+    # the saved tagger (loaded with torch's default weights_only) gives the same test accuracy
+    pos_cli.main(["--load", str(out / "checkpoint_best.pt"), "--test-tags", str(files["test"][0]),
+                  "--test-u", str(files["test"][1]), "--results-json", str(out / "res2.json")])
     again = json.loads((out / "res2.json").read_text())["splits"][0]
     assert again["split"] == "test" and again["accuracy"] == by["test"]["accuracy"]
 
     # words alone cannot resolve 'x' (its tag is a coin flip given the words): lower accuracy
-    r3 = run_cli("fairseq-tpr-pos-tagger", *_split_args(files, with_u=False), "--features", "words", *SMALL,
-                 "--results-json", out / "words.json", timeout=120)
-    assert r3.returncode == 0, r3.stderr
+    pos_cli.main([str(a) for a in _split_args(files, with_u=False)] + ["--features", "words", *SMALL,
+                  "--results-json", str(out / "words.json")])
     words_amb = {row["split"]: row for row in json.loads((out / "words.json").read_text())["splits"]}["test"]
     assert words_amb["ambiguous_accuracy"] < 0.75
 
 
-def test_cli_bad_input_messages(tmp_path, run_cli):
+def _exit_message(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        pos_cli.main([str(a) for a in argv])
+    assert e.value.code not in (0, None)
+    return f"{e.value.code} {capsys.readouterr().err}"
+
+
+def test_cli_bad_input_messages(tmp_path, capsys):
     files = _cli_corpus(tmp_path, n_train=20)
     bad = tmp_path / "bad.npz"
     _write_dump(bad, [["a", "b"]])
-    r = run_cli("fairseq-tpr-pos-tagger", "--train-tags", files["train"][0], "--train-u", bad,
-                "--valid-tags", files["valid"][0], "--valid-u", files["valid"][1], *SMALL, timeout=60)
-    assert r.returncode != 0 and "Traceback" not in r.stderr
-    assert "has 20 sentences but" in r.stderr and "bad.npz has 1" in r.stderr
-    r = run_cli("fairseq-tpr-pos-tagger", "--train-tags", files["train"][0],
-                "--valid-tags", files["valid"][0], *SMALL, timeout=60)
-    assert r.returncode != 0 and "give --train-u --valid-u" in r.stderr
+    msg = _exit_message(["--train-tags", files["train"][0], "--train-u", bad,
+                         "--valid-tags", files["valid"][0], "--valid-u", files["valid"][1], *SMALL], capsys)
+    assert "has 20 sentences but" in msg and "bad.npz has 1" in msg
+    msg = _exit_message(["--train-tags", files["train"][0], "--valid-tags", files["valid"][0], *SMALL], capsys)
+    assert "give --train-u --valid-u" in msg
+    other_dim = tmp_path / "dim.npz"
+    _write_dump(other_dim, [s.words for s in read_tagged(files["valid"][0])], d_u=6)
+    msg = _exit_message(["--train-tags", files["train"][0], "--train-u", files["train"][1],
+                         "--valid-tags", files["valid"][0], "--valid-u", other_dim, *SMALL], capsys)
+    assert "disagree on d_u" in msg
+    msg = _exit_message(["--load", tmp_path / "nope.pt", "--test-tags", files["test"][0]], capsys)
+    assert "no such checkpoint" in msg

@@ -332,6 +332,8 @@ def train(args, cfg, model, splits, device, rng, words, tags, ambiguous):
         if not math.isfinite(tr_loss):
             sys.exit(f"error: training loss is {tr_loss} at epoch {epoch}; lower --lr")
         bar.set_postfix(train_loss=f"{tr_loss:.3f}", valid_loss=f"{va_loss:.3f}", valid_acc=f"{100 * va_acc:.2f}")
+        tqdm.write(f"epoch {epoch}: train loss {tr_loss:.4g} | valid loss {va_loss:.4g} | valid accuracy "
+                   f"{100 * va_acc:.2f}% | {time.time() - t0:.0f}s", file=sys.stderr)
         if va_acc > best_acc or (va_acc == best_acc and va_loss < best_loss):  # ties: the lower valid loss
             best_acc, best_loss, best_epoch, bad = va_acc, va_loss, epoch, 0
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
