@@ -44,6 +44,7 @@ class MeteorScorer(Scorer):
 
     def __init__(self, char=False):
         self.char = char
+        self._meteor = None  # pycocoevalcap's Meteor: one java process, reused across score() calls
 
     def check(self):
         _jar_dir()
@@ -56,22 +57,25 @@ class MeteorScorer(Scorer):
         return " ".join(char_tokens(text)) if self.char else _clean(text)
 
     def score(self, hyps, refs):
+        """Score with the scorer's METEOR process (started on the first call, kept for the next)."""
         self.check()
-        from pycocoevalcap.meteor.meteor import Meteor
+        if self._meteor is None:
+            from pycocoevalcap.meteor.meteor import Meteor
 
+            self._meteor = Meteor()
+        meteor = self._meteor
         gts = {i: [self._prepare(ref_set[i]) for ref_set in refs] for i in range(len(hyps))}
         res = {i: [self._prepare(h)] for i, h in enumerate(hyps)}
-        meteor = Meteor()
         try:
             corpus, segments = meteor.compute_score(gts, res)
         except (ValueError, BrokenPipeError) as err:  # the jar died: its stderr says why
             meteor.meteor_p.kill()
             stderr = meteor.meteor_p.stderr.read().decode(errors="replace")
+            self._meteor = None
             raise RuntimeError(f"METEOR 1.5 ({COMMAND}) failed: {err}\n{stderr[-2000:]}") from None
         finally:
             if meteor.lock.locked():
                 meteor.lock.release()
-        del meteor
         return ScoreResult(
             scorer=self.key, label="METEOR 1.5 (pycocoevalcap)", version="1.5",
             settings={

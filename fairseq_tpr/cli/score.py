@@ -1,0 +1,181 @@
+"""``fairseq-tpr-score``: ROUGE (rouge-score and the official ROUGE-1.5.5 Perl script), METEOR 1.5
+and sacreBLEU for hypotheses against references, as a Markdown table and JSON.
+
+Plain files, one segment per line::
+
+    fairseq-tpr-score --hyp test.hypo --ref test.target [--ref test.target2] --json scores.json
+
+or the output of ``fairseq-generate`` (the detokenized ``D-`` hypotheses, ordered by sample id,
+against the log's ``T-`` lines, or against ``--ref`` with line i = sample id i)::
+
+    fairseq-tpr-score --generate-log gen.out --expect 11334 [--ref test.target]
+
+``--metrics rouge,rouge-perl,meteor,bleu`` chooses scorers (default: every one that can run
+here; a scorer whose system package is missing says what to install and the others still run).
+``--char`` scores characters (Chinese, LCSTS). Every setting is in ``docs/scoring.md``.
+Exit status: 0; 2 for bad input; 1 when a scorer named in ``--metrics`` could not run or failed.
+"""
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from fairseq_tpr.scoring import SCORERS, ScorerUnavailable, ScoringInputError, build_scorer, read_generate_log, read_plain
+from fairseq_tpr.scoring.text import DEFAULT_SENTENCE_SPLIT, SENTENCE_SPLITS, bpe_markers, looks_detokenized, mostly_cjk
+
+PROG = "fairseq-tpr-score"
+L_LEVEL_NAMES = {"sentence": "sentence-level", "summary": "summary-level"}
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--hyp", metavar="FILE", help="hypotheses, one per line")
+    src.add_argument("--generate-log", metavar="LOG",
+                     help="fairseq-generate output: D- (else H-) hypotheses by sample id, T- references")
+    parser.add_argument("--ref", metavar="FILE", action="append", default=[],
+                        help="references, one per line (repeat for several reference sets: BLEU and METEOR "
+                             "use all, ROUGE the first)")
+    parser.add_argument("--expect", type=int, metavar="N",
+                        help="number of test segments: fail when the generate log holds a different number of hypotheses")
+    parser.add_argument("--metrics", default=None, metavar="LIST",
+                        help=f"comma-separated subset of {','.join(SCORERS)} (default: every available one; "
+                             "with --char, METEOR only when named)")
+    parser.add_argument("--char", action="store_true",
+                        help="character mode (Chinese, LCSTS): every non-space character is a token")
+    parser.add_argument("--sentence-split", choices=SENTENCE_SPLITS, default=DEFAULT_SENTENCE_SPLIT,
+                        help="how a line is cut into sentences for summary-level ROUGE-L: files2rouge (at ' . ', "
+                             "the default), punct (after . ! ? and 。！？; for detokenized text), none")
+    parser.add_argument("--no-stemmer", action="store_true",
+                        help="no Porter stemming in either ROUGE (on by default, files2rouge's -m)")
+    parser.add_argument("--bleu-tokenize", default=None, metavar="TOK",
+                        help="sacreBLEU tokenizer (default 13a; char with --char)")
+    parser.add_argument("--json", metavar="OUT", help="also write every score, P/R and setting to this JSON file")
+    return parser
+
+
+def _metric_label(metric, values):
+    level = values.get("level")
+    return f"{metric} ({L_LEVEL_NAMES[level]})" if level else metric
+
+
+def _cell(values):
+    head = values["f"] if "f" in values else values["score"]
+    text = f"{head:.2f}"
+    if "f_ci" in values:
+        text += f" (95% CI {values['f_ci'][0]:.2f}-{values['f_ci'][1]:.2f})"
+    return text
+
+
+def markdown(report):
+    """The report as Markdown: the score table, then settings, skipped scorers and notes."""
+    out = [f"Scores of {report['segments']} segments: hypotheses {report['hypotheses']}; "
+           f"references {', '.join(report['references'])}.", "",
+           "| scorer | metric | F1 / score (0-100) |", "|---|---|---|"]
+    for result in report["scorers"]:
+        for metric, values in result["metrics"].items():
+            out.append(f"| {result['label']} | {_metric_label(metric, values)} | {_cell(values)} |")
+    out.append("")
+    out.append("Settings:")
+    for result in report["scorers"]:
+        settings = "; ".join(f"{k}: {v}" for k, v in result["settings"].items())
+        out.append(f"- {result['label']}: {settings}")
+    for title, entries in (("Not run", report["unavailable"]), ("Failed", report["failed"])):
+        if entries:
+            out.append(f"\n{title}:")
+            out.extend(f"- {key}: {message}" for key, message in entries.items())
+    if report["notes"]:
+        out.append("\nNotes:")
+        out.extend(f"- {note}" for note in report["notes"])
+    return "\n".join(out) + "\n"
+
+
+def _choose_metrics(arg, char, parser):
+    if arg is None:
+        keys = [k for k in SCORERS if not (char and k == "meteor")]
+        return keys, False
+    keys = [k.strip() for k in arg.split(",") if k.strip()]
+    unknown = [k for k in keys if k not in SCORERS]
+    if unknown or not keys:
+        parser.error(f"--metrics: unknown metric(s) {', '.join(unknown) or '(none given)'}; choose from {','.join(SCORERS)}")
+    return list(dict.fromkeys(keys)), True
+
+
+def _text_notes(data, args, keys):
+    notes, warnings = list(data.notes), []
+    everything = data.hyps + data.refs[0]
+    if not args.char and mostly_cjk(everything):
+        warnings.append("the text is mostly Chinese/Japanese characters, which word-level ROUGE deletes "
+                        "(only [a-z0-9] survive its tokenizer): pass --char")
+    marker = bpe_markers(data.hyps)
+    if marker:
+        warnings.append(f"the hypotheses still hold {marker} markers: generate with --post-process/--bpe "
+                        "(or remove them) so that words are scored")
+    if (args.sentence_split == "files2rouge" and {"rouge", "rouge-perl"} & set(keys)
+            and looks_detokenized(data.hyps + data.refs[0])):
+        notes.append("no line has a ' . ' token but many have sentence-final periods inside: the files2rouge "
+                     "rule splits nothing, so summary-level ROUGE-L equals sentence-level ROUGE-L; "
+                     "PTB-tokenize first (as fairseq's BART recipe does) or pass --sentence-split punct")
+    if len(data.refs) > 1 and {"rouge", "rouge-perl"} & set(keys):
+        notes.append(f"{len(data.refs)} reference sets: ROUGE uses the first ({data.ref_sources[0]}), "
+                     "BLEU and METEOR use all")
+    if args.char and "meteor" not in keys and args.metrics is None:
+        notes.append("METEOR is English-only and is not run in --char mode unless named in --metrics")
+    return notes, warnings
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.getLogger("absl").setLevel(logging.WARNING)  # rouge-score logs its tokenizer choice at INFO
+    keys, explicit = _choose_metrics(args.metrics, args.char, parser)
+    if args.expect is not None and args.expect < 1:
+        parser.error("--expect must be a positive number of segments")
+    try:
+        if args.generate_log:
+            data = read_generate_log(args.generate_log, args.ref, args.expect)
+        else:
+            if args.expect is not None:
+                parser.error("--expect applies to --generate-log (plain files are checked line by line)")
+            data = read_plain(args.hyp, args.ref)
+    except ScoringInputError as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return 2
+
+    notes, warnings = _text_notes(data, args, keys)
+    for warning in warnings:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+
+    results, unavailable, failed = [], {}, {}
+    for key in keys:
+        scorer = build_scorer(key, char=args.char, stemmer=not args.no_stemmer,
+                              sentence_split=args.sentence_split, bleu_tokenize=args.bleu_tokenize)
+        try:
+            scorer.check()
+            results.append(scorer.score(data.hyps, data.refs))
+        except ScorerUnavailable as err:
+            unavailable[key] = str(err)
+            print(f"{PROG}: {key} not run: {err}", file=sys.stderr)
+        except RuntimeError as err:
+            failed[key] = str(err)
+            print(f"{PROG}: {key} failed: {err}", file=sys.stderr)
+
+    report = {
+        "segments": len(data), "hypotheses": data.hyp_source, "references": data.ref_sources,
+        "char": args.char, "sentence_split": args.sentence_split, "stemmer": not args.no_stemmer,
+        "scale": "0-100", "scorers": [r.to_json() for r in results],
+        "unavailable": unavailable, "failed": failed, "notes": notes + warnings,
+    }
+    sys.stdout.write(markdown(report))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    if failed or (explicit and unavailable):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
