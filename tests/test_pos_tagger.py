@@ -324,3 +324,13 @@ def test_cli_bad_input_messages(tmp_path, capsys):
     assert "disagree on d_u" in msg
     msg = _exit_message(["--load", tmp_path / "nope.pt", "--test-tags", files["test"][0]], capsys)
     assert "no such checkpoint" in msg
+
+
+def test_sentences_writer_gives_the_unbinding_input(tmp_path, capsys):
+    from fairseq_tpr.data import pos_corpus
+
+    f = tmp_path / "a.conllu"
+    f.write_text(CONLLU, encoding="utf-8")
+    pos_corpus.main([str(f), str(tmp_path / "s.txt")])
+    assert (tmp_path / "s.txt").read_text(encoding="utf-8") == "I do n't know .\nNew_York\n"
+    assert "wrote 2 sentences, 6 tokens" in capsys.readouterr().out
