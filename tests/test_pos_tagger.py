@@ -60,7 +60,7 @@ def test_tagger_scores_follow_eq9_per_direction():
     u = torch.randn(2, 4, 6)
     scores = tagger(words, u, lengths)
     # oracle: run the LSTM by hand on each unpadded sentence, forward and reversed
-    lstm = tagger.blstm
+    lstm = tagger.context.lstm
     for b in range(2):
         n = int(lengths[b])
         out, _ = lstm(u[b:b + 1, :n])  # 1 x n x 2H, no padding at all
@@ -86,13 +86,13 @@ def _synthetic(n_sent, T, d_u, n_words, seed, random_tags=False):
     return words, u, tags
 
 
-def _train_and_score(features, random_tags=False, epochs=25):
+def _train_and_score(features, random_tags=False, epochs=25, context="blstm"):
     torch.manual_seed(0)
     T, d_u, V = 8, 8, 12
     tr = _synthetic(256, T, d_u, V, seed=1, random_tags=random_tags)
     te = _synthetic(128, T, d_u, V, seed=2, random_tags=random_tags)
-    tagger = BiLSTMPosTagger(V, 3, u_dim=d_u, features=features, hidden=32, rank=16, word_dim=8,
-                             dropout=0.0, word_dropout=0.0)
+    tagger = BiLSTMPosTagger(V, 3, u_dim=d_u, features=features, context=context, hidden=32, rank=16,
+                             word_dim=8, dropout=0.0, word_dropout=0.0)
     opt = torch.optim.Adam(tagger.parameters(), lr=1e-2)
     lengths = torch.full((32,), T)
     for _ in range(epochs):
@@ -120,6 +120,11 @@ def test_tagger_stays_near_chance_on_random_tags():
 
 def test_words_only_tagger_cannot_see_u():
     assert _train_and_score("words") < 0.45  # the tags depend on u only, the words are random
+
+
+def test_per_token_probe_does_not_see_neighbours():
+    # the tag needs u_{t-1} as well as u_t: without the BLSTM only part of it can be had
+    assert _train_and_score("unbinding", context="none") < 0.8
 
 
 # ----------------------------------------------------------------------------- readers

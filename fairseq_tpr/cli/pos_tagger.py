@@ -37,12 +37,12 @@ from typing import Dict, List, Optional
 import torch
 
 from fairseq_tpr.data.pos_corpus import CorpusError, check_alignment, load_unbinding, read_tagged
-from fairseq_tpr.modules.pos_tagger import FEATURES, SCORERS, BiLSTMPosTagger, tagging_loss
+from fairseq_tpr.modules.pos_tagger import CONTEXTS, FEATURES, SCORERS, BiLSTMPosTagger, tagging_loss
 
 CKPT_FORMAT = "fairseq_tpr.pos_tagger/1"
 PAD, UNK = "<pad>", "<unk>"
 SPLITS = ("train", "valid", "test")
-MODEL_KEYS = ("features", "scorer", "hidden", "rank", "word_dim", "dropout", "word_dropout")
+MODEL_KEYS = ("features", "scorer", "context", "hidden", "rank", "word_dim", "dropout", "word_dropout")
 
 
 def get_parser():
@@ -60,6 +60,8 @@ def get_parser():
                    help="BLSTM input: u_t (Eq. 8), a word embedding, or both concatenated")
     m.add_argument("--scorer", default="factored", choices=SCORERS,
                    help="tag scores: word-conditioned W(x_t) of Eq. 9-10, or a plain linear map (ablation)")
+    m.add_argument("--context", default="blstm", choices=CONTEXTS,
+                   help="the BLSTM of Eq. 8, or none: a per-token probe of the input vectors (not in the paper)")
     m.add_argument("--hidden", type=int, default=128, help="BLSTM hidden size per direction")
     m.add_argument("--rank", type=int, default=64, help="inner size of W(x) = W_a diag(W_b x) W_c")
     m.add_argument("--word-dim", type=int, default=64, help="word embedding size (features words/both)")
@@ -227,6 +229,7 @@ def load_checkpoint(path):
 
 def build_model(cfg, n_words, n_tags):
     return BiLSTMPosTagger(n_words, n_tags, u_dim=cfg["u_dim"], features=cfg["features"], scorer=cfg["scorer"],
+                           context=cfg.get("context", "blstm"),
                            hidden=cfg["hidden"], rank=cfg["rank"], word_dim=cfg["word_dim"],
                            dropout=cfg["dropout"], word_dropout=cfg["word_dropout"], pad_idx=0, unk_idx=1)
 
@@ -306,7 +309,7 @@ def main(argv=None):
         if s in splits:
             loss, c = run_epoch(model, splits[s], device, batch_size=args.batch_size)
             rows.append(summarize(s, splits[s], loss, c))
-    title = f"POS tagger, features={cfg['features']}, scorer={cfg['scorer']}"
+    title = f"POS tagger, features={cfg['features']}, scorer={cfg['scorer']}, context={cfg.get('context', 'blstm')}"
     print(markdown(rows, title))
     if args.results_json:
         Path(args.results_json).parent.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,11 @@ Variants, each one class chosen once when the tagger is built:
   ``words`` -- a learned word embedding ``E x_t`` instead of ``u_t`` (the comparison the
   project asks for: the same tagger without ATPL);
   ``both`` -- the concatenation ``[u_t; E x_t]``.
+* Context (``context``):
+  ``blstm`` -- Eq. 8 (the paper);
+  ``none`` -- no BLSTM: the scorer reads the input vector of token t itself (``h_fwd_t =
+  h_bwd_t = input_t``). Not in the paper: a per-token probe of what one ``u_t`` holds, with no
+  help from its neighbours.
 * Tag scorer (``scorer``):
   ``factored`` -- Eq. 9-10, word-conditioned;
   ``linear`` -- ``W_fwd h_fwd_t + W_bwd h_bwd_t + b`` with no word at the output (an ablation:
@@ -52,6 +57,7 @@ from .factored_linear import FactoredLinear
 
 FEATURES = ("unbinding", "words", "both")
 SCORERS = ("factored", "linear")
+CONTEXTS = ("blstm", "none")
 
 
 class UnbindingInput(nn.Module):
@@ -95,6 +101,36 @@ class BothInput(nn.Module):
         return torch.cat([u, self.embed(words)], dim=-1)  # B x T x (d_u + word_dim)
 
 
+class BLSTMContext(nn.Module):
+    """``h_fwd_t, h_bwd_t = BLSTM(input_t, h_fwd_{t-1}, h_bwd_{t+1})`` (Eq. 8), on packed sequences."""
+
+    def __init__(self, in_dim: int, hidden: int, dropout: float):
+        super().__init__()
+        self.lstm = nn.LSTM(in_dim, hidden, batch_first=True, bidirectional=True)
+        self.dropout = nn.Dropout(dropout)
+        self.out_dim = hidden
+
+    def forward(self, x, lengths):  # x: B x T x C_in
+        T = x.size(1)
+        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        h, _ = self.lstm(packed)
+        h, _ = pad_packed_sequence(h, batch_first=True, total_length=T)  # B x T x 2H
+        h = self.dropout(h)
+        H = self.out_dim
+        return h[..., :H], h[..., H:]  # h_fwd, h_bwd: B x T x H each
+
+
+class NoContext(nn.Module):
+    """No BLSTM: both "directions" are the token's own input vector (a per-token probe)."""
+
+    def __init__(self, in_dim: int, hidden: int, dropout: float):
+        super().__init__()
+        self.out_dim = in_dim
+
+    def forward(self, x, lengths):
+        return x, x
+
+
 class FactoredScorer(nn.Module):
     """``W_fwd(x_t) h_fwd_t + W_bwd(x_t) h_bwd_t`` (Eq. 9 before the softmax, Eq. 10)."""
 
@@ -120,6 +156,7 @@ class LinearScorer(nn.Module):
 
 INPUTS = {"unbinding": UnbindingInput, "words": WordInput, "both": BothInput}
 SCORER_CLASSES = {"factored": FactoredScorer, "linear": LinearScorer}
+CONTEXT_CLASSES = {"blstm": BLSTMContext, "none": NoContext}
 
 
 class BiLSTMPosTagger(nn.Module):
@@ -131,25 +168,26 @@ class BiLSTMPosTagger(nn.Module):
     """
 
     def __init__(self, num_words: int, num_tags: int, u_dim: int = 0, features: str = "unbinding",
-                 scorer: str = "factored", hidden: int = 128, rank: int = 64, word_dim: int = 64,
+                 scorer: str = "factored", context: str = "blstm", hidden: int = 128, rank: int = 64, word_dim: int = 64,
                  dropout: float = 0.2, word_dropout: float = 0.05, pad_idx: int = 0, unk_idx: int = 1):
         super().__init__()
         if features not in INPUTS:
             raise ValueError(f"features must be one of {FEATURES}, got {features!r}")
         if scorer not in SCORER_CLASSES:
             raise ValueError(f"scorer must be one of {SCORERS}, got {scorer!r}")
+        if context not in CONTEXT_CLASSES:
+            raise ValueError(f"context must be one of {CONTEXTS}, got {context!r}")
         if features in ("unbinding", "both") and u_dim < 1:
             raise ValueError(f"features={features!r} needs the size of the unbinding vectors (u_dim >= 1)")
         if not 0.0 <= word_dropout < 1.0 or not 0.0 <= dropout < 1.0:
             raise ValueError("dropout and word_dropout must be in [0, 1)")
-        self.features, self.scorer_name = features, scorer
+        self.features, self.scorer_name, self.context_name = features, scorer, context
         self.u_dim, self.pad_idx, self.unk_idx = u_dim, pad_idx, unk_idx
         self.word_dropout = word_dropout
         self.input = INPUTS[features](u_dim, num_words, word_dim, pad_idx)
         self.dropout = nn.Dropout(dropout)
-        self.blstm = nn.LSTM(self.input.out_dim, hidden, batch_first=True, bidirectional=True)
-        self.hidden = hidden
-        self.scorer = SCORER_CLASSES[scorer](hidden, num_tags, num_words, rank)
+        self.context = CONTEXT_CLASSES[context](self.input.out_dim, hidden, dropout)
+        self.scorer = SCORER_CLASSES[scorer](self.context.out_dim, num_tags, num_words, rank)
 
     @property
     def needs_u(self) -> bool:
@@ -166,11 +204,7 @@ class BiLSTMPosTagger(nn.Module):
             drop = (torch.rand(words.shape, device=words.device) < self.word_dropout) & (words != self.pad_idx)
             words = words.masked_fill(drop, self.unk_idx)
         x = self.dropout(self.input(words, u))  # B x T x C_in
-        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
-        h, _ = self.blstm(packed)
-        h, _ = pad_packed_sequence(h, batch_first=True, total_length=T)  # B x T x 2H
-        h = self.dropout(h)
-        h_fwd, h_bwd = h[..., : self.hidden], h[..., self.hidden:]  # B x T x H each
+        h_fwd, h_bwd = self.context(x, lengths)  # B x T x H each
         return self.scorer(words, h_fwd, h_bwd)  # B x T x P
 
 
