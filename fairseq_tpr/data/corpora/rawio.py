@@ -1,0 +1,101 @@
+"""Reading raw corpus files with errors that name the file and line.
+
+Every reader in this package goes through these helpers, so that undecodable bytes, missing
+files and mismatched line counts are reported the same way, before any long work starts.
+"""
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, List
+
+SPLITS = ("train", "valid", "test")
+
+
+class CorpusError(Exception):
+    """A problem with the user's raw data or options: printed as ``error: <message>``, no traceback."""
+
+
+def require_dir(path, what="raw data directory"):
+    path = Path(path)
+    if not path.exists():
+        raise CorpusError(f"{what} {path} does not exist")
+    if not path.is_dir():
+        raise CorpusError(f"{what} {path} is not a directory")
+    return path
+
+
+def require_files(paths, layout):
+    """Raise one error listing every missing file of a layout that was otherwise recognised."""
+    missing = [str(p) for p in paths if not Path(p).is_file()]
+    if missing:
+        raise CorpusError(f"{layout}: missing file(s): {', '.join(missing)}")
+
+
+def _decode(data, path):
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        bad = data[e.start:e.end].hex(" ")
+        raise CorpusError(
+            f"{path}: line {line}, byte column {column}: not UTF-8 (bytes {bad}); "
+            f"convert the file first, e.g. iconv -f <encoding> -t utf-8"
+        ) from None
+
+
+def read_text(path):
+    """The whole file as ``str`` (strict UTF-8, a BOM dropped); errors name file, line and column."""
+    path = Path(path)
+    if not path.is_file():
+        raise CorpusError(f"missing file: {path}")
+    text = _decode(path.read_bytes(), path)
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def read_lines(path):
+    """Lines split on ``\\n`` only (``str.splitlines`` would also split on U+2028, U+001C, ...,
+    which breaks the line alignment of parallel files); a trailing ``\\r`` is dropped."""
+    text = read_text(path)
+    if not text:
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def normalise(text):
+    """Unicode NFKC, every run of whitespace (any Unicode space, tab, newline) -> one space, stripped."""
+    return " ".join(unicodedata.normalize("NFKC", text).split())
+
+
+@dataclass
+class RawSplit:
+    """The raw pairs of one split and a function that says where pair ``i`` came from."""
+
+    sources: List[str]
+    targets: List[str]
+    locate: Callable[[int], str] = field(default=lambda i: f"example {i + 1}")
+
+    def __post_init__(self):
+        if len(self.sources) != len(self.targets):
+            raise CorpusError(
+                f"{len(self.sources)} sources but {len(self.targets)} targets "
+                f"(first example: {self.locate(0)})"
+            )
+
+    def __len__(self):
+        return len(self.sources)
+
+
+def read_parallel(src_path, tgt_path):
+    """Two line-aligned files -> :class:`RawSplit`; different line counts are an error."""
+    src, tgt = read_lines(src_path), read_lines(tgt_path)
+    if len(src) != len(tgt):
+        raise CorpusError(
+            f"line counts differ: {src_path} has {len(src)} lines, {tgt_path} has {len(tgt)}; "
+            f"source and target files must be line-aligned"
+        )
+    s, t = Path(src_path).name, Path(tgt_path).name
+    return RawSplit(src, tgt, lambda i: f"{s}/{t} line {i + 1}")

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# arXiv (Cohan et al.) -> normalised text, subwords and binarized fairseq data.
+#
+#   bash preprocess/arxiv.sh RAW OUT [--truncate-source N] [--bpe ...] [--vocab-size N] [--workers N] ...
+#
+# RAW: {train,val,test}.txt JSON lines (article_text, abstract_text)
+# A thin wrapper around fairseq_tpr/data/corpora/prepare.py (`--help` lists every option;
+# docs/data.md describes the layouts and the output).
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+python="${PYTHON:-$repo/.venv/bin/python}"
+[[ -x "$python" ]] || python="$(command -v python3)"
+export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
+exec "$python" -m fairseq_tpr.data.corpora.prepare arxiv "$@"

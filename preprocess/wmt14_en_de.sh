@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# WMT'14 English-German -> normalised text, subwords and binarized fairseq data.
+#
+#   bash preprocess/wmt14_en_de.sh RAW OUT [--truncate-source N] [--bpe ...] [--vocab-size N] [--workers N] ...
+#
+# RAW: {train,valid,test}.{en,de} from fairseq's prepare-wmt14en2de.sh (already BPE'd; default --bpe none)
+# A thin wrapper around fairseq_tpr/data/corpora/prepare.py (`--help` lists every option;
+# docs/data.md describes the layouts and the output).
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+python="${PYTHON:-$repo/.venv/bin/python}"
+[[ -x "$python" ]] || python="$(command -v python3)"
+export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
+exec "$python" -m fairseq_tpr.data.corpora.prepare wmt14_en_de "$@"
