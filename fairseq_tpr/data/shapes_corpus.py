@@ -144,7 +144,9 @@ def write_shapes_corpus(outdir, n_train=3000, n_valid=200, n_test=200, refs=4, s
     rng = random.Random(seed)
     cnn = RandomFilterCNN()
     outdir = Path(outdir)
-    (outdir / "images").mkdir(parents=True, exist_ok=True)
+    outdir.mkdir(parents=True, exist_ok=True)
+    if n_png:
+        (outdir / "images").mkdir(exist_ok=True)
     counts, raw_feats = {}, {}
     for split, n in (("train", n_train), ("valid", n_valid), ("test", n_test)):
         feats, ids, txt, img_ids, pos = [], [], [], [], []
@@ -192,8 +194,9 @@ def main(argv=None):
     parser.add_argument("--test", type=int, default=200)
     parser.add_argument("--refs", type=int, default=4, help="reference captions per image (1-6)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--png", type=int, default=6, help="write the first N images of each split as PNG")
     args = parser.parse_args(argv)
-    counts = write_shapes_corpus(args.outdir, args.train, args.valid, args.test, args.refs, args.seed)
+    counts = write_shapes_corpus(args.outdir, args.train, args.valid, args.test, args.refs, args.seed, args.png)
     print(f"shapes corpus in {args.outdir}: " + ", ".join(f"{s} {i} images / {c} captions"
                                                           for s, (i, c) in counts.items()))
 
