@@ -43,11 +43,8 @@ def read_scores(path: Path):
     if not path.exists():
         return {}
     data = json.loads(path.read_text())
-    results = data.get("results", data) if isinstance(data, dict) else data
-    if isinstance(results, dict):
-        results = list(results.values())
     out = {}
-    for result in results:
+    for result in data.get("scorers", []):
         for metric, values in result.get("metrics", {}).items():
             if isinstance(values, dict):
                 value = values.get("f", values.get("score"))

@@ -26,7 +26,7 @@ set_model() {
             size_args=(--encoder-layers 3 --decoder-layers 3 --encoder-embed-dim 128 --decoder-embed-dim 128
                        --encoder-ffn-embed-dim 512 --decoder-ffn-embed-dim 512
                        --encoder-attention-heads 4 --decoder-attention-heads 4)
-            [[ "$model" == tp_transformer_d ]] && size_args+=(--num-roles 50 --role-dim 32)
+            if [[ "$model" == tp_transformer_d ]]; then size_args+=(--num-roles 50 --role-dim 32); fi
             ;;
         *) echo "error: SIZE must be paper or small (got '$size')" >&2; return 2 ;;
     esac
