@@ -12,7 +12,7 @@ from fairseq import options
 from fairseq.data import Dictionary, LanguagePairDataset
 
 from fairseq_tpr.analysis import AnalysisError, Capture, Dump, run_capture
-from fairseq_tpr.analysis.cluster import kmeans_roles
+from fairseq_tpr.analysis.cluster import kmeans_roles, purity, read_token_labels
 from fairseq_tpr.analysis.dump import require_roles
 from fairseq_tpr.analysis.plots import plot_clusters, plot_heatmap
 from fairseq_tpr.analysis.stats import dump_stats, entropy, one_hot_rate, usage, usage_perplexity
@@ -271,6 +271,22 @@ def test_kmeans_recovers_planted_role_clusters():
     assert all(len(v) == 1 for v in mapping.values()) and len(set.union(*mapping.values())) == 3
 
 
+def test_purity_by_hand_and_token_labels_aligned_to_the_dump(tmp_path):
+    groups = [np.array([0, 0, 1, 1, 2]), np.array([2, 0])]
+    labels = [["x", "y", "x", "x", "-"], ["z", "x"]]
+    p = purity(groups, labels)  # group 0: x,y,x -> 2; group 1: x,x -> 2; group 2: z -> 1
+    assert p["tokens"] == 6 and p["purity"] == pytest.approx(5 / 6)
+    assert p["groups"][0] == {"x": 2, "y": 1}
+    dump, _ = _planted_dump()  # 6 examples of 9 tokens (the last is treated as </s>)
+    f = tmp_path / "lab.txt"
+    f.write_text("".join(" ".join(["A"] * 8) + "\n" for _ in range(6)))
+    rows = read_token_labels(str(f), dump, "encoder")
+    assert rows[0] == ["A"] * 8 + ["-"]
+    f.write_text("A A\n" * 6)
+    with pytest.raises(AnalysisError, match="line 1: 2 labels, but example 0 has 8 source tokens"):
+        read_token_labels(str(f), dump, "encoder")
+
+
 def test_plots_are_written_and_non_empty(tmp_path):
     dump, _ = _planted_dump()
     res = kmeans_roles(dump, "encoder.0.self", head=0, k=3)
@@ -315,8 +331,16 @@ def test_cli_dump_then_stats_kmeans_heatmap(tmp_path, run_cli, capsys):
                     "--usage-png", str(tmp_path / "u.png")])
     printed = capsys.readouterr().out
     assert "| encoder.0.self | 0 |" in printed and "with max > 0.98" in printed
+    labels = tmp_path / "test.tgt.lab"  # one label per target token of every test line
+    labels.write_text("".join(" ".join("V" if dump.tgt_vocab[t] in "aeiou" else "C" for t in seq[:-1]) + "\n"
+                              for seq in Dump.load(str(out)).tgt))  # the 5 dumped lines ...
+    with open(raw_lines := tmp_path / "raw" / "test.tgt") as fh:  # ... and the rest of the split
+        rest = fh.read().split("\n")[5:-1]
+    with open(labels, "a") as fh:
+        fh.write("".join(" ".join("C" for _ in line.split()) + "\n" for line in rest))
     roles_cli.main(["kmeans", str(out), "--side", "decoder", "--layer", "1", "--attention", "cross", "--head", "3",
-                    "--k", "4", "--png", str(tmp_path / "k.png")])
+                    "--k", "4", "--png", str(tmp_path / "k.png"), "--labels", str(labels)])
+    assert "purity of the 4 clusters" in capsys.readouterr().out and raw_lines.exists()
     roles_cli.main(["heatmap", str(out), "--side", "decoder", "--layer", "0", "--attention", "cross", "--head", "1",
                     "--example", "4", "--png", str(tmp_path / "a.png")])
     roles_cli.main(["heatmap", str(out), "--layer", "0", "--what", "role_attn", "--png", str(tmp_path / "r.png")])

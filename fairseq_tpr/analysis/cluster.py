@@ -58,3 +58,53 @@ def format_summary(summary: List[Dict]) -> str:
 def display(symbol: str) -> str:
     """How a symbol is drawn: sentencepiece's word-boundary mark as a visible space sign."""
     return {"\u2581": "\u2423", "</s>": "</s>"}.get(symbol, symbol)
+
+
+def purity(groups: List[np.ndarray], labels: List[List[str]]) -> Dict:
+    """How well a grouping of tokens (cluster ids, or any per-token key) predicts token labels.
+
+    ``groups[i][t]`` and ``labels[i][t]`` for each example i and position t; positions labelled
+    ``-`` are skipped. Purity = sum over groups of the count of the group's most frequent label,
+    divided by the labelled tokens (1.0: every group holds one label). Returns the purity and, per
+    group, its label counts."""
+    table: Dict = {}
+    n = 0
+    for g_row, l_row in zip(groups, labels):
+        for g, lab in zip(g_row, l_row):
+            if lab == "-":
+                continue
+            table.setdefault(g, Counter())[lab] += 1
+            n += 1
+    top = sum(c.most_common(1)[0][1] for c in table.values())
+    return {"purity": top / n if n else float("nan"), "tokens": n, "groups": table}
+
+
+def read_token_labels(path: str, dump, side: str) -> List[List[str]]:
+    """Token labels (the probe's ``token`` format, one line per example of the split) for the
+    examples of ``dump``, with ``-`` at the final ``</s>``; checked against the dump's tokens."""
+    from .probe import read_labels
+
+    with open(path, encoding="utf-8") as f:
+        n_lines = sum(1 for _ in f)
+    if dump.ids and max(dump.ids) >= n_lines:
+        raise AnalysisError(f"{path} has {n_lines} lines but the dump holds example id {max(dump.ids)} of the split: "
+                            "the label file needs one line per example of the split that was dumped")
+    seqs = dump.token_ids(side)
+    lengths = [0] * n_lines
+    for i, seq in zip(dump.ids, seqs):
+        lengths[i] = len(seq) - 1
+    keep = set(dump.ids)
+    lines = open(path, encoding="utf-8").read().split("\n")[:n_lines]
+    for i in range(n_lines):  # lines of examples not in the dump are not checked
+        if i not in keep:
+            lengths[i] = len(lines[i].split())
+    by_id = {i: k for k, i in enumerate(dump.ids)}
+    exs = read_labels(path, "token", lengths, what=f"{'source' if side == 'encoder' else 'target'} tokens",
+                      tokens_of=lambda i: dump.tokens(side, by_id[i], inputs=False)[:-1] if i in by_id else None)
+    out = []
+    for i in dump.ids:
+        row = ["-"] * (lengths[i] + 1)
+        for (span,), lab in zip(exs[i].spans, exs[i].labels):
+            row[span[0]] = lab
+        out.append(row)
+    return out

@@ -11,9 +11,8 @@ from .cluster import display
 def _plt():
     import logging
 
-    import matplotlib
-
     logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq's logging setup would print font searches
+    import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -73,6 +73,8 @@ def build_parser():
     k.add_argument("--examples", type=int, default=8, help="rows (examples) in the picture")
     k.add_argument("--max-len", type=int, default=80, help="symbols per row in the picture")
     k.add_argument("--json", help="write cluster ids per example and the cluster summary here")
+    k.add_argument("--labels", help="token labels of the dumped split (fairseq-tpr-probe's token format): report how "
+                                    "pure the clusters are with respect to them, against grouping by the symbol itself")
 
     h = sub.add_parser("heatmap", help="PNG heatmap of attention (or role attention) for one layer/head/example")
     _site_args(h)
@@ -156,6 +158,18 @@ def cmd_kmeans(a):
     print(f"k-means (k={a.k}) of the {a.component} vectors of {key} head {head}: "
           f"{sum(map(len, res['labels']))} tokens of {len(dump)} examples, inertia {res['inertia']:.4g}\n")
     print(format_summary(summary))
+    if a.labels:
+        from fairseq_tpr.analysis.cluster import purity, read_token_labels
+
+        labels = read_token_labels(a.labels, dump, a.side)
+        by_cluster = purity(res["labels"], labels)
+        by_symbol = purity([np.asarray(dump.tokens(a.side, i, inputs=False)) for i in range(len(dump))], labels)
+        print(f"\nlabels {a.labels}: {by_cluster['tokens']} labelled tokens; purity of the {a.k} clusters "
+              f"{100 * by_cluster['purity']:.1f}%, of grouping by symbol ({len(by_symbol['groups'])} symbols) "
+              f"{100 * by_symbol['purity']:.1f}%\n")
+        print("| cluster | labels (count) |\n|---:|---|")
+        for c in sorted(by_cluster["groups"]):
+            print(f"| {c} | " + ", ".join(f"{lab} ({n})" for lab, n in by_cluster["groups"][c].most_common()) + " |")
     if a.png:
         n = min(a.examples, len(dump))
         rows = [dump.tokens(a.side, i) for i in range(n)]
