@@ -312,3 +312,47 @@ def test_unbinding_refuses_a_captioning_checkpoint_and_empty_lines(e2e, tmp_path
         unbinding_main(["--path", str(root / "ae_ckpt/checkpoint_last.pt"), "--input", str(tmp_path / "e.txt"),
                         "--out", str(tmp_path / "u.npz")])
     assert exc.value.code == 1 and "line 2 is empty" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------- COCO preprocessing
+def test_karpathy_json_to_raw_layout(tmp_path):
+    from fairseq_tpr.data.captioning import from_karpathy
+
+    def image(cocoid, split, *caps):
+        return {"cocoid": cocoid, "split": split, "filepath": "val2014", "filename": f"{cocoid}.jpg",
+                "sentences": [{"tokens": c.split(), "raw": c} for c in caps]}
+
+    data = {"images": [image(11, "train", "A dog", "a Brown dog"), image(12, "restval", "a cat"),
+                       image(13, "val", "two birds"), image(14, "test", "a red bus", "a bus", "")]}
+    (tmp_path / "dataset_coco.json").write_text(json.dumps(data))
+    feats = np.arange(5 * 3, dtype=np.float32).reshape(5, 3)
+    np.save(tmp_path / "f.npy", feats)
+    (tmp_path / "f.ids").write_text("14\n99\n12\n11\n13\n")
+    counts = from_karpathy(tmp_path / "dataset_coco.json", tmp_path / "f.npy", tmp_path / "f.ids", tmp_path / "raw")
+    assert counts == {"train": (2, 3), "valid": (1, 1), "test": (1, 2)}
+    raw = tmp_path / "raw"
+    assert (raw / "train.txt").read_text().splitlines() == ["a dog", "a brown dog", "a cat"]
+    assert (raw / "train.img").read_text().split() == ["11", "11", "12"]
+    np.testing.assert_array_equal(np.load(raw / "train.feat.npy"), feats[[3, 2]])
+    np.testing.assert_array_equal(np.load(raw / "test.feat.npy"), feats[[0]])
+    for split in ("train", "valid", "test"):
+        check_raw_split(raw, split)
+    (tmp_path / "g.ids").write_text("14\n99\n12\n11\n15\n")  # image 13 (val) has no features
+    with pytest.raises(CaptionDataError, match="1 valid images have no row .* COCO id 13"):
+        from_karpathy(tmp_path / "dataset_coco.json", tmp_path / "f.npy", tmp_path / "g.ids", tmp_path / "raw2")
+
+
+def test_extract_features_says_when_torchvision_is_missing(tmp_path):
+    try:
+        import torchvision  # noqa: F401
+
+        pytest.skip("torchvision is installed here")
+    except ImportError:
+        pass
+    import importlib.util
+
+    with pytest.raises(SystemExit, match="torchvision is not installed"):
+        spec = importlib.util.spec_from_file_location("extract_features", REPO / "preprocess/extract_features.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        mod.main(["--image-dir", str(tmp_path), "--out", str(tmp_path / "f")])
