@@ -39,7 +39,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from fairseq_tpr.data.corpora.prepare import add_common_args, build, check_common_args
+from fairseq_tpr.data.corpora.prepare import add_common_args, build, check_common_args, check_out
 from fairseq_tpr.data.corpora.rawio import SPLITS, CorpusError, RawSplit, normalise, read_text
 
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
@@ -424,6 +424,8 @@ def main(argv=None):
         if not (0 <= args.valid_percent and 0 <= args.test_percent and args.valid_percent + args.test_percent < 100):
             raise CorpusError("--valid-percent and --test-percent must be >= 0 and sum to less than 100")
         out = args.out
+        for sub in ("summarization", "en-de"):  # before fetching: refuse to overwrite without --force
+            check_out(out / sub, args.force, remove=False)
         if args.lists_dir is not None:
             lists, origin = args.lists_dir, {"lists_dir": str(args.lists_dir)}
         else:

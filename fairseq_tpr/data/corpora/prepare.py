@@ -77,29 +77,29 @@ def check_common_args(args):
             raise CorpusError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
 
 
-def check_out(out, force):
+def existing_build(out):
+    """The parts of an earlier build in ``out``."""
+    old = [Path(out) / p for p in ("text", "bpe", "data-bin", "spm.model", "spm.vocab", "summary.json")]
+    return [p for p in old if p.exists()]
+
+
+def check_out(out, force, remove=True):
     """Refuse to mix a new build into an old one unless ``--force`` (then the old one is removed)."""
-    out = Path(out)
-    old = [out / p for p in ("text", "bpe", "data-bin", "spm.model", "spm.vocab", "summary.json")]
-    existing = [p for p in old if p.exists()]
+    existing = existing_build(out)
     if existing and not force:
         raise CorpusError(f"{out} already holds a build ({', '.join(p.name for p in existing)}); "
                           f"pass --force to replace it or choose another OUT")
-    for p in existing:
-        shutil.rmtree(p) if p.is_dir() else p.unlink()
+    if remove:
+        for p in existing:
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
 
 
 # ---------------------------------------------------------------------------------------------
 # normalisation, empties, truncation
 
 
-def clean_split(name, raw, on_empty, max_examples=None, strip_bpe=False):
-    """Normalise one split; returns ``(sources, targets, n_skipped)``.
-
-    With ``strip_bpe`` the input is already subword-split (``@@ `` continuation markers, as
-    fairseq's ``prepare-wmt14en2de.sh`` writes it): the normalised input is kept for
-    binarization and the text copy drops the markers.
-    """
+def clean_split(name, raw, on_empty, max_examples=None):
+    """Normalise one split; returns ``(sources, targets, n_skipped)``."""
     n = len(raw) if max_examples is None else min(len(raw), max_examples)
     src = [normalise(s) for s in raw.sources[:n]]
     tgt = [normalise(t) for t in raw.targets[:n]]
@@ -249,7 +249,12 @@ def print_summary(summary):
 
 
 def build(corpus, raw_splits, out, args, langs=("source", "target"), strip_bpe=False, extra=None):
-    """Steps 2-7 of the module docstring on already-read raw splits; returns the summary dict."""
+    """Steps 2-7 of the module docstring on already-read raw splits; returns the summary dict.
+
+    With ``strip_bpe`` the input is already subword-split (``@@ `` continuation markers, as
+    fairseq's ``prepare-wmt14en2de.sh`` writes it): the normalised input is binarized as it is
+    and the ``text/`` copy drops the markers.
+    """
     out = Path(out)
     t0 = time.time()
     char_level = args.bpe == "char"
@@ -258,7 +263,7 @@ def build(corpus, raw_splits, out, args, langs=("source", "target"), strip_bpe=F
             raise CorpusError(f"no {split} split was read")
     cleaned, skipped = {}, {}
     for split in SPLITS:
-        src, tgt, n_skipped = clean_split(split, raw_splits[split], args.on_empty, args.max_examples, strip_bpe)
+        src, tgt, n_skipped = clean_split(split, raw_splits[split], args.on_empty, args.max_examples)
         if not src:
             raise CorpusError(f"{split}: no examples left (read {len(raw_splits[split])})")
         cleaned[split], skipped[split] = (src, tgt), n_skipped
