@@ -166,3 +166,31 @@ def test_split_of_is_stable_and_proportional():
     assert splits == [dc.split_of(n, 4, 4) for n in names]
     share = {s: splits.count(s) / len(names) for s in ("train", "valid", "test")}
     assert 0.025 < share["test"] < 0.055 and 0.025 < share["valid"] < 0.055
+
+
+def _mirror_reachable(host="deb.debian.org", port=80):
+    import socket
+
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _mirror_reachable(), reason="no route to deb.debian.org")
+def test_apt_update_into_a_private_lists_dir_leaves_the_system_alone(tmp_path):
+    """The real fetch (about 15 MB): lists land in OUT/apt/lists, the system's lists are untouched."""
+    system = Path("/var/lib/apt/lists")
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in system.iterdir()) if system.is_dir() else None
+    lists = dc.apt_update(tmp_path / "apt", dc.DEFAULT_MIRROR, "bookworm", ["main"], ["en"], "amd64",
+                          dc.DEFAULT_KEYRING)
+    found = dc.find_lists(lists, ["en"])
+    assert found["packages"] and found["en"]
+    assert not any(p.suffix in (".lz4", ".gz", ".xz") for p in found["packages"] + found["en"])
+    if before is not None:
+        assert sorted((p.name, p.stat().st_mtime_ns) for p in system.iterdir()) == before
+    # the first Translation-en paragraph parses into a description
+    text = found["en"][0].read_text(encoding="utf-8")[:5000]
+    rec, _ = dc.parse_deb822(text.rsplit("\n\n", 1)[0], found["en"][0])[0]
+    assert rec["Description-md5"] and rec["Description-en"]
