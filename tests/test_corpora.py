@@ -5,7 +5,6 @@ import json
 import subprocess
 from pathlib import Path
 
-import pytest
 from conftest import cli_env
 from fairseq.data import Dictionary, data_utils
 

@@ -12,7 +12,6 @@
    skipped by ``--on-empty``).
 """
 import hashlib
-from pathlib import Path
 
 from . import linefiles
 from .rawio import SPLITS, CorpusError, RawSplit, read_lines, read_text, require_dir

@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from .rawio import SPLITS, CorpusError, RawSplit, normalise
+from .rawio import SPLITS, CorpusError, normalise
 
 SPACE = "\u2581"  # ▁ stands for a space inside character-level lines
 BPE_CHOICES = ("sentencepiece", "fastbpe", "subword_nmt", "char", "none")

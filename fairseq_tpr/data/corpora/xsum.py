@@ -10,7 +10,6 @@
 """
 import json
 import re
-from pathlib import Path
 
 from . import linefiles
 from .rawio import CorpusError, RawSplit, read_text, require_dir
