@@ -356,3 +356,35 @@ def test_extract_features_says_when_torchvision_is_missing(tmp_path):
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         mod.main(["--image-dir", str(tmp_path), "--out", str(tmp_path / "f")])
+
+
+# --------------------------------------------------------------------- shapes corpus
+def test_shapes_corpus_layout_pos_and_scene_checker(tmp_path):
+    import fairseq_tpr.data.shapes_corpus as sc
+
+    counts = write_shapes_corpus(tmp_path, n_train=12, n_valid=3, n_test=4, refs=5, n_png=0)
+    assert counts == {"train": (12, 60), "valid": (3, 15), "test": (4, 20)}
+    for split in ("train", "valid", "test"):
+        check_raw_split(tmp_path, split)
+        txt = (tmp_path / f"{split}.txt").read_text().splitlines()
+        pos = (tmp_path / f"{split}.pos").read_text().splitlines()
+        assert [" ".join(t.rsplit("/", 1)[0] for t in p.split()) for p in pos] == txt
+        assert {t.rsplit("/", 1)[1] for p in pos for t in p.split()} <= {
+            "DET", "ADJ", "NOUN", "AUX", "VERB", "ADP", "PRON", "CCONJ"}
+    assert np.load(tmp_path / "train.feat.npy").shape == (12, sc.RandomFilterCNN().dim)
+    # every reference is true of its own image; swapping colours, relations or sizes makes it false
+    scenes = {json.loads(s)["id"]: json.loads(s) for s in (tmp_path / "train.scenes.jsonl").read_text().splitlines()}
+    swap = {"above": "below", "below": "above", "left": "right", "right": "left", "small": "large", "large": "small"}
+    lines = zip((tmp_path / "train.txt").read_text().splitlines(), (tmp_path / "train.img").read_text().split())
+    n_false = 0
+    for caption, image in lines:
+        words = caption.split()
+        assert sc.caption_is_true(words, scenes[image]) == (True, True), caption
+        flipped = [swap.get(w, w) for w in words]
+        if flipped != words:
+            assert sc.caption_is_true(flipped, scenes[image]) == (True, False), flipped
+            n_false += 1
+        other = [c for c in sc.COLORS if c not in {o["color"] for o in scenes[image]["objects"]}][0]
+        recoloured = [other if w == scenes[image]["objects"][0]["color"] else w for w in words]
+        assert sc.caption_is_true(recoloured, scenes[image]) == (False, False)
+    assert n_false > 40  # every caption but those of the "and" template without a size word

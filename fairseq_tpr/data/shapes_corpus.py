@@ -7,7 +7,12 @@ writes, per split S, the raw captioning layout of :mod:`fairseq_tpr.data.caption
 - ``S.txt`` / ``S.img``: ``--refs`` different reference captions per image and their image ids;
 - ``S.pos``: the same captions as ``word/TAG`` tokens with Universal Dependencies POS tags,
   known by construction from the grammar (for the POS tagger of ATPL Sec. 5);
-- ``images/S-*.png``: the first few images of each split, to look at.
+- ``S.scenes.jsonl``: the scene of each image (objects, sizes, colours, positions, relation);
+- ``images/S*.png``: the first few images of each split, to look at.
+
+``python -m fairseq_tpr.data.shapes_corpus OUTDIR --evaluate GENERATE_LOG --split test``
+checks generated captions against the scenes: the fraction that name both objects right
+(colour and shape), and the fraction that are entirely true (also sizes and relation).
 
 Each image is a 32 x 32 RGB canvas with two shapes (square, circle, triangle) of five
 colours and two sizes; their centres decide one relation (above, below, to the left of,
@@ -149,7 +154,7 @@ def write_shapes_corpus(outdir, n_train=3000, n_valid=200, n_test=200, refs=4, s
         (outdir / "images").mkdir(exist_ok=True)
     counts, raw_feats = {}, {}
     for split, n in (("train", n_train), ("valid", n_valid), ("test", n_test)):
-        feats, ids, txt, img_ids, pos = [], [], [], [], []
+        feats, ids, txt, img_ids, pos, scenes = [], [], [], [], [], []
         for k in range(n):
             o1, o2, rel = sample_scene(rng)
             image = render([o1, o2])
@@ -158,6 +163,7 @@ def write_shapes_corpus(outdir, n_train=3000, n_valid=200, n_test=200, refs=4, s
             image_id = f"{split}{k:05d}"
             feats.append(cnn(image))
             ids.append(image_id)
+            scenes.append(json.dumps({"id": image_id, "objects": [o1, o2], "relation": rel}))
             if k < n_png:
                 import matplotlib
 
@@ -174,6 +180,7 @@ def write_shapes_corpus(outdir, n_train=3000, n_valid=200, n_test=200, refs=4, s
         (outdir / f"{split}.txt").write_text("\n".join(txt) + "\n")
         (outdir / f"{split}.img").write_text("\n".join(img_ids) + "\n")
         (outdir / f"{split}.pos").write_text("\n".join(pos) + "\n")
+        (outdir / f"{split}.scenes.jsonl").write_text("\n".join(scenes) + "\n")
         counts[split] = (n, len(txt))
     mean = raw_feats["train"].mean(0)
     std = raw_feats["train"].std(0) + 1e-6
@@ -186,9 +193,65 @@ def write_shapes_corpus(outdir, n_train=3000, n_valid=200, n_test=200, refs=4, s
     return counts
 
 
+def parse_caption(words):
+    """What a caption of this grammar states: ``(mentions, statement)`` with mentions
+    ``[(size or None, colour, shape)]`` in order and statement ``(i, relation, j)`` ("mention i
+    is <relation> mention j") or None (the "and" template); None when it does not parse."""
+    mentions = []
+    for k in range(len(words) - 1):
+        if words[k] in COLORS and words[k + 1] in SHAPES:
+            size = words[k - 1] if k > 0 and words[k - 1] in SIZES else None
+            mentions.append((size, words[k], words[k + 1]))
+    rels = [w for w in words if w in ("above", "below", "left", "right")]
+    if len(mentions) != 2 or len(rels) > 1:
+        return None
+    if not rels:
+        return (mentions, None) if "and" in words else None
+    return mentions, ((1, rels[0], 0) if "with" in words else (0, rels[0], 1))
+
+
+def caption_is_true(words, scene):
+    """``(objects right, whole caption true)`` of a caption for a scene (``S.scenes.jsonl`` entry):
+    objects right = the two (colour, shape) mentions are the scene's two objects; true = also every
+    mentioned size and the stated relation hold."""
+    parsed = parse_caption(words)
+    if parsed is None:
+        return False, False
+    mentions, statement = parsed
+    objs = scene["objects"]
+    keys = [(o["color"], o["shape"]) for o in objs]
+    which = [keys.index((c, s)) if (c, s) in keys else None for _, c, s in mentions]
+    if None in which or which[0] == which[1]:
+        return False, False
+    sizes_ok = all(sz is None or sz == objs[w]["size"] for (sz, _, _), w in zip(mentions, which))
+    rel_ok = True
+    if statement is not None:
+        i, rel, j = statement
+        rel_ok = rel == (scene["relation"] if (which[i], which[j]) == (0, 1) else INVERSE[scene["relation"]])
+    return True, sizes_ok and rel_ok
+
+
+def evaluate_generate_log(corpus_dir, split, generate_log):
+    """Fractions of the split's images whose generated caption names both objects right, and whose
+    caption is entirely true (objects, sizes, relation)."""
+    from ..cli.caption_score import read_generate_log
+
+    scenes = [json.loads(line) for line in Path(corpus_dir, f"{split}.scenes.jsonl").read_text().splitlines()]
+    hyps = read_generate_log(generate_log)
+    if sorted(hyps) != list(range(len(scenes))):
+        raise ValueError(f"{generate_log} has {len(hyps)} captions for {len(scenes)} {split} images "
+                         f"(use --required-batch-size-multiple 1)")
+    results = [caption_is_true(hyps[k].split(), scenes[k]) for k in range(len(scenes))]
+    n = len(results)
+    return {"images": n, "objects_right": sum(r[0] for r in results) / n, "caption_true": sum(r[1] for r in results) / n}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("outdir")
+    parser.add_argument("--evaluate", metavar="GENERATE_LOG",
+                        help="instead of writing: how many generated captions of --split are true of their image")
+    parser.add_argument("--split", default="test")
     parser.add_argument("--train", type=int, default=3000, help="training images")
     parser.add_argument("--valid", type=int, default=200)
     parser.add_argument("--test", type=int, default=200)
@@ -196,6 +259,9 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--png", type=int, default=6, help="write the first N images of each split as PNG")
     args = parser.parse_args(argv)
+    if args.evaluate:
+        print(json.dumps(evaluate_generate_log(args.outdir, args.split, args.evaluate)))
+        return
     counts = write_shapes_corpus(args.outdir, args.train, args.valid, args.test, args.refs, args.seed, args.png)
     print(f"shapes corpus in {args.outdir}: " + ", ".join(f"{s} {i} images / {c} captions"
                                                           for s, (i, c) in counts.items()))
