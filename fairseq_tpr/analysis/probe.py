@@ -27,13 +27,13 @@ Probe
 -----
 Per layer, on the chosen representation ``X`` (``T x d``, all heads concatenated):
 
+0. standardisation of every input dimension with the training set's mean and deviation
+   (so that roles, fillers and layer outputs of different scales are probed alike);
 1. span convolution: ``P = Conv1d(X)`` with kernel ``2c + 1`` (``--conv-context c``; c = 0
    is a per-token projection). On the decoder the convolution is causal (it sees positions
    t - 2c .. t), so it cannot read the next input token, which *is* the label;
 2. self-attentive span pooling: ``s = sum_{i in span} softmax_i(w . P_i) P_i``; with two
    spans their pooled vectors are concatenated;
-   (inputs are first standardised per dimension with the training set's mean and deviation,
-   so that roles, fillers and layer outputs of different scales are probed alike);
 3. a 2-layer MLP: ``Linear -> tanh -> LayerNorm -> dropout -> Linear`` to the labels,
    trained with cross-entropy (Adam) while the model stays frozen.
 

@@ -196,10 +196,10 @@ def cmd_heatmap(a):
     if a.what == "attn":
         keys_side = "encoder" if (a.side == "encoder" or a.attention == "cross") else "decoder"
         cols = dump.tokens(keys_side, ex)
-        title = f"{key} head {head}, example {ex} (id {dump.ids[ex]}): attention"
+        title = f"{dump.meta.get('arch')}: {key} head {head}, example {ex} (id {dump.ids[ex]}): attention"
         plot_heatmap(mat, rows, cols, a.png, title=title, xlabel="keys (attended to)", ylabel="queries")
     else:
-        title = f"{key} head {head}, example {ex} (id {dump.ids[ex]}): role attention (Eq. 5)"
+        title = f"{dump.meta.get('arch')}: {key} head {head}, example {ex} (id {dump.ids[ex]}): role attention (Eq. 5)"
         plot_heatmap(mat, rows, None, a.png, title=title, xlabel="role n", ylabel="tokens")
     print(f"wrote {a.png}")
 
