@@ -144,6 +144,24 @@ def test_cli_on_tiny_checkpoints_and_bad_input(tmp_path, capsys):
                     *common])
     assert "transformer_tp_tiny (plain)" in capsys.readouterr().out
 
+    # span labels: the first two source tokens form a span labelled by whether they are equal
+    src_lines = (tmp_path / "raw" / "train.src").read_text().split("\n")[:-1]
+    test_lines = (tmp_path / "raw" / "test.src").read_text().split("\n")[:-1]
+    for name, lines in (("train.span", src_lines), ("test.span", test_lines)):
+        (tmp_path / name).write_text("".join(
+            f"0:2={'same' if l.split()[0] == l.split()[1] else 'diff'} 1:2,0:1=pair\n" for l in lines))
+    with pytest.raises(SystemExit):  # one- and two-span items mixed in one file
+        probe_cli.main([data, "--path", tp, "--label-format", "span", "--train-labels", str(tmp_path / "train.span"),
+                        "--eval-labels", str(tmp_path / "test.span"), *common])
+    assert "has 2 spans but earlier items have 1" in capsys.readouterr().err
+    for name, lines in (("train.span", src_lines), ("test.span", test_lines)):
+        (tmp_path / name).write_text("".join(
+            f"0:2={'same' if l.split()[0] == l.split()[1] else 'diff'}\n" for l in lines))
+    probe_cli.main([data, "--path", tp, "--label-format", "span", "--layers", "0", "--representation", "filler",
+                    "--train-labels", str(tmp_path / "train.span"), "--eval-labels", str(tmp_path / "test.span"),
+                    *common])
+    assert "filler layer 0: micro-F1" in capsys.readouterr().out
+
     bad_lab = tmp_path / "bad.lab"
     bad_lab.write_text((tmp_path / "test.src.lab").read_text().replace("\n", " C\n", 1))
     for argv, msg in [

@@ -200,6 +200,28 @@ def test_run_capture_strips_padding_and_keeps_split_order_for_any_batch_size():
     assert one.arrays["decoder.1.cross"]["attn"][2].shape == (len(ds.tgt[2]), 4, len(ds.src[2]))
 
 
+def test_generated_mode_captures_on_the_models_own_best_hypotheses():
+    from fairseq.sequence_generator import SequenceGenerator
+
+    ds, d = toy_data(n=5)
+    model, _, _ = build("tp_transformer_d_tiny", src_dict=d, tgt_dict=d)
+    model.eval()
+    dump = run_capture(model, _Task(d), ds, components=("role_attn",), generate=True, beam=2, max_len_b=6,
+                       batch_size=3)
+    assert dump.meta["mode"] == "generated"
+    gen = SequenceGenerator([model], d, beam_size=2, max_len_a=0, max_len_b=6)
+    for i in range(5):  # each example alone: its best hypothesis is the dumped target
+        sample = ds.collater([ds[i]])
+        best = gen.generate([model], sample)[0][0]["tokens"]
+        assert dump.tgt[i].tolist() == best.tolist()
+        assert dump.arrays["decoder.1.cross"]["role_attn"][i].shape[0] == len(best)
+        # and the role distributions are those of a teacher-forced pass on that hypothesis
+        prev = torch.cat([torch.tensor([d.eos()]), best[:-1]]).unsqueeze(0)
+        _, extra = model(sample["net_input"]["src_tokens"], sample["net_input"]["src_lengths"], prev)
+        np.testing.assert_allclose(dump.arrays["decoder.1.cross"]["role_attn"][i],
+                                   extra["role_attn"]["decoder.layers.1.encoder_attn_roles"][:, 0].detach().numpy(), atol=1e-5)
+
+
 def test_dump_saves_and_loads_without_pickle(tmp_path):
     ds, d = toy_data(n=5)
     model, _, _ = build("tp_transformer_d_tiny", src_dict=d, tgt_dict=d)
