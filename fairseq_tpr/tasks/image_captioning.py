@@ -2,8 +2,8 @@
 
 Data directory (see :mod:`fairseq_tpr.data.captioning`): ``dict.txt``; per split
 ``S.bin/.idx`` (binarized captions), ``S.img`` (image id per caption), ``S.feat.npy`` (N x D
-float32, memory-mapped) and ``S.feat.ids``. The training split (``--train-subset``, default
-``train``) pairs every reference with its image; every other split has one item per image,
+float32, memory-mapped) and ``S.feat.ids``. A split whose name starts with ``train`` pairs every
+reference with its image; every other split has one item per image,
 whose target is the image's first reference (validation loss uses it; the caption scorer
 uses all references). The image feature travels as ``sample["net_input"]["image_features"]``
 (B x D).
@@ -59,7 +59,7 @@ class ImageCaptioningTask(FairseqTask):
             raise FileNotFoundError(f"{self.cfg.data}/{split}.bin/.idx missing: binarize {split}.txt "
                                     f"(preprocess/captions.sh)")
         rows = caption_rows(self.cfg.data, split, id2row, len(captions))
-        is_train = split == getattr(getattr(self, "cfg", None), "train_subset", "train") or split.startswith("train")
+        is_train = split.startswith("train")
         self.datasets[split] = CaptioningDataset(captions, rows, feats, self.dictionary,
                                                  one_per_image=not is_train, shuffle=is_train, split=split)
 

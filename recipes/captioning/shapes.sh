@@ -8,7 +8,7 @@
 #   Steps whose outputs exist are skipped (delete OUT_DIR/<model> to redo one).
 #
 # Writes OUT_DIR/shapes_raw (corpus, incl. {split}.pos and {split}.txt), OUT_DIR/shapes_bin,
-# OUT_DIR/{atpl,nic}/ (checkpoints, train.log, gen.log, scores.json),
+# OUT_DIR/{atpl,nic,nic288}/ (checkpoints, train.log, gen.log, scores.json, scene.json),
 # OUT_DIR/autoencoder/ (data, checkpoint) and OUT_DIR/unbinding/{train,valid,test}.npz.
 # The sizes are CPU sizes (d 16, LSTM 128), not the paper's (d 32, LSTM 512: --arch atpl_coco).
 set -euo pipefail
@@ -43,6 +43,9 @@ for m in ${MODELS:-atpl nic nic288}; do
         --required-batch-size-multiple 1 --cpu --num-workers 0 > "$OUT/$m/gen.log" 2> "$OUT/$m/gen.err"
     "$BIN/fairseq-tpr-caption-score" --data "$OUT/shapes_bin" --split test --generate-log "$OUT/$m/gen.log" \
         --json "$OUT/$m/scores.json" | tee "$OUT/$m/scores.txt"
+    # are the captions true of the images? (both objects named right; also sizes and relation)
+    "$BIN/python" -m fairseq_tpr.data.shapes_corpus "$OUT/shapes_raw" --evaluate "$OUT/$m/gen.log" \
+        --split test | tee "$OUT/$m/scene.json"
     echo "$m: $(grep -o 'valid on .valid. subset | loss [0-9.]*' "$OUT/$m/train.log" | tail -1), $(cat "$OUT/$m/train_time.txt")"
 done
 
