@@ -109,7 +109,8 @@ def test_math_labels():
     assert pv[3:9] == ["1000", "100", "10", "1", "-", "frac"]
     assert pv[-2:] == ["10", "1"] and pv[0] == "-"
     cc = char_class(chars)
-    assert cc[:4] == ["letter", "letter", "space", "digit"] and cc[15] == "op" and cc[13] == "punct" and cc[10] == "other"
+    assert cc[:4] == ["letter", "letter", "space", "digit"]
+    assert (cc[15], cc[13], cc[10]) == ("op", "punct", "other")
 
 
 def _label_file(path, data, split, side_len_fn):

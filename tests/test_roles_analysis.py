@@ -186,7 +186,8 @@ def test_run_capture_strips_padding_and_keeps_split_order_for_any_batch_size():
     model, _, _ = build("tp_transformer_tiny", src_dict=d, tgt_dict=d)
     task = _Task(d)
     one = run_capture(model, task, ds, components=("role", "filler", "tpr", "attn", "out"), batch_size=1)
-    many = run_capture(model, task, ds, max_examples=6, components=("role", "filler", "tpr", "attn", "out"), batch_size=4)
+    many = run_capture(model, task, ds, max_examples=6, components=("role", "filler", "tpr", "attn", "out"),
+                       batch_size=4)
     assert len(one) == 7 and len(many) == 6 and many.ids == list(range(6))
     for i in range(6):
         assert one.src[i].tolist() == ds.src[i].tolist() == many.src[i].tolist()
@@ -218,8 +219,8 @@ def test_generated_mode_captures_on_the_models_own_best_hypotheses():
         # and the role distributions are those of a teacher-forced pass on that hypothesis
         prev = torch.cat([torch.tensor([d.eos()]), best[:-1]]).unsqueeze(0)
         _, extra = model(sample["net_input"]["src_tokens"], sample["net_input"]["src_lengths"], prev)
-        np.testing.assert_allclose(dump.arrays["decoder.1.cross"]["role_attn"][i],
-                                   extra["role_attn"]["decoder.layers.1.encoder_attn_roles"][:, 0].detach().numpy(), atol=1e-5)
+        inside = extra["role_attn"]["decoder.layers.1.encoder_attn_roles"][:, 0].detach().numpy()
+        np.testing.assert_allclose(dump.arrays["decoder.1.cross"]["role_attn"][i], inside, atol=1e-5)
 
 
 def test_dump_saves_and_loads_without_pickle(tmp_path):

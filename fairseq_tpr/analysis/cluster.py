@@ -84,20 +84,20 @@ def read_token_labels(path: str, dump, side: str) -> List[List[str]]:
     examples of ``dump``, with ``-`` at the final ``</s>``; checked against the dump's tokens."""
     from .probe import read_labels
 
-    with open(path, encoding="utf-8") as f:
-        n_lines = sum(1 for _ in f)
-    if dump.ids and max(dump.ids) >= n_lines:
-        raise AnalysisError(f"{path} has {n_lines} lines but the dump holds example id {max(dump.ids)} of the split: "
-                            "the label file needs one line per example of the split that was dumped")
-    seqs = dump.token_ids(side)
-    lengths = [0] * n_lines
-    for i, seq in zip(dump.ids, seqs):
-        lengths[i] = len(seq) - 1
-    keep = set(dump.ids)
-    lines = open(path, encoding="utf-8").read().split("\n")[:n_lines]
-    for i in range(n_lines):  # lines of examples not in the dump are not checked
-        if i not in keep:
-            lengths[i] = len(lines[i].split())
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+    except OSError as e:
+        raise AnalysisError(f"cannot read label file {path}: {e}")
+    if lines and lines[-1] == "":
+        lines = lines[:-1]
+    if dump.ids and max(dump.ids) >= len(lines):
+        raise AnalysisError(f"{path} has {len(lines)} lines but the dump holds example id {max(dump.ids)} of the "
+                            "split: the label file needs one line per example of the split that was dumped")
+    # lines of examples that are not in the dump are taken as they are (not checked)
+    lengths = [len(line.split()) for line in lines]
+    for i, seq in zip(dump.ids, dump.token_ids(side)):
+        lengths[i] = len(seq) - 1  # without </s>
     by_id = {i: k for k, i in enumerate(dump.ids)}
     exs = read_labels(path, "token", lengths, what=f"{'source' if side == 'encoder' else 'target'} tokens",
                       tokens_of=lambda i: dump.tokens(side, by_id[i], inputs=False)[:-1] if i in by_id else None)

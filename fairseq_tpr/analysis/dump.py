@@ -91,7 +91,8 @@ class Dump:
         return list(self.arrays)
 
     def layers(self, side: str) -> List[int]:
-        return sorted({int(k.split(".")[1]) for k in self.arrays if k.startswith(side + ".") and k.split(".")[1].isdigit()})
+        parts = [k.split(".") for k in self.arrays if k.startswith(side + ".")]
+        return sorted({int(p[1]) for p in parts if p[1].isdigit()})
 
     def site(self, side: str, layer, attention: str = "self") -> str:
         """Key of ``side`` layer ``layer`` (int, negative counts from the end, or ``"embed"``)
@@ -113,7 +114,8 @@ class Dump:
         except ValueError:
             raise AnalysisError(f"--layer must be an integer or 'embed' (got {layer!r})")
         if not -n <= i < n:
-            raise AnalysisError(f"--layer {i} is out of range: the {side} has {n} layers (0..{n - 1}, or -1 for the last)")
+            raise AnalysisError(
+                f"--layer {i} is out of range: the {side} has {n} layers (0..{n - 1}, or -1 for the last)")
         i = layers[i]
         key = f"{side}.{i}.{attention}"
         if key not in self.arrays:
@@ -144,7 +146,8 @@ class Dump:
 
     def check_example(self, example: int) -> int:
         if not 0 <= example < len(self):
-            raise AnalysisError(f"--example {example} is out of range: the dump holds {len(self)} examples (0..{len(self) - 1})")
+            raise AnalysisError(
+                f"--example {example} is out of range: the dump holds {len(self)} examples (0..{len(self) - 1})")
         return example
 
     def tokens(self, side: str, example: int, inputs: bool = True) -> List[str]:
@@ -243,15 +246,17 @@ def generated_targets(model, task, sample, beam: int, max_len_a: float, max_len_
         target[b, :len(h)] = h
         prev[b, 0] = tgt_dict.eos()
         prev[b, 1:len(h)] = h[:-1]
+    device = sample["net_input"]["src_tokens"].device
     sample = dict(sample)
-    sample["target"] = target
-    sample["net_input"] = dict(sample["net_input"], prev_output_tokens=prev)
+    sample["target"] = target.to(device)
+    sample["net_input"] = dict(sample["net_input"], prev_output_tokens=prev.to(device))
     return sample
 
 
 def run_capture(model, task, dataset, max_examples: Optional[int] = None, components: Iterable[str] = COMPONENTS,
                 keys: Optional[Iterable[str]] = None, generate: bool = False, beam: int = 1,
-                max_len_a: float = 0.0, max_len_b: int = 200, batch_size: int = 32, meta: Optional[Dict] = None) -> Dump:
+                max_len_a: float = 0.0, max_len_b: int = 200, batch_size: int = 32,
+                meta: Optional[Dict] = None) -> Dump:
     """Capture ``components`` at every site (or at ``keys``) for the first ``max_examples`` examples."""
     components = tuple(components)
     src_dict, tgt_dict = task.source_dictionary, task.target_dictionary

@@ -1,6 +1,7 @@
 """Token labels for probing character-level math models (the worked example of docs/analysis.md).
 
-    python -m fairseq_tpr.analysis.math_labels DATA_BIN SPLIT OUT [--task place-value|operand|fraction|char-class] [--side q]
+    python -m fairseq_tpr.analysis.math_labels DATA_BIN SPLIT OUT \
+        [--task place-value|operand|fraction|char-class] [--side q]
 
 writes one line per example of ``SPLIT`` with one label per source character (the token
 format of :mod:`fairseq_tpr.analysis.probe`):

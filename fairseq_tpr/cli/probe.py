@@ -18,8 +18,6 @@ import json
 import sys
 import time
 
-import numpy as np
-
 from fairseq_tpr.analysis.dump import AnalysisError
 
 REPRESENTATIONS = ("role", "filler", "tpr", "layer")
@@ -78,7 +76,7 @@ def _labels(path, fmt, dataset, side, task):
 
     sizes = dataset.src_sizes if side == "encoder" else dataset.tgt_sizes
     if sizes is None:
-        raise AnalysisError(f"the split has no target side to probe with --side decoder")
+        raise AnalysisError("the split has no target side to probe with --side decoder")
     d = task.source_dictionary if side == "encoder" else task.target_dictionary
     seqs = dataset.src if side == "encoder" else dataset.tgt
     lengths = [int(s) - 1 for s in sizes]  # without the </s> the binarizer appends
@@ -118,7 +116,8 @@ def run(a):
             raise AnalysisError(f"--layers {i} is out of range: the {a.side} of --arch {arch} has {n_layers} layers "
                                 f"(0..{n_layers - 1}, or negative from the end)")
     layers = sorted({i % n_layers for i in layers})
-    if role_reps and a.side == "decoder" and attention == "cross" and getattr(part.layers[0], "encoder_attn", None) is None:
+    no_cross = getattr(part.layers[0], "encoder_attn", None) is None
+    if role_reps and a.side == "decoder" and attention == "cross" and no_cross:
         raise AnalysisError("this decoder has no cross-attention; pass --attention self")
 
     train_ds, eval_ds = load_split(task, a.train_split, a.data), load_split(task, a.eval_split, a.data)
@@ -156,7 +155,8 @@ def run(a):
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"arch": arch, "kind": kind, "checkpoint": a.path, "side": a.side, "attention": attention,
-                       "train": [a.train_split, n_train], "eval": [a.eval_split, n_eval], "results": results}, f, indent=1)
+                       "train": [a.train_split, n_train], "eval": [a.eval_split, n_eval], "results": results},
+                      f, indent=1)
         print(f"wrote {a.json}")
     return results
 

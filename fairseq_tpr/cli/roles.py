@@ -103,7 +103,8 @@ def cmd_dump(a):
             raise AnalysisError(f"--components role_attn: {a.path} (--arch {arch}) has continuous roles, no role "
                                 "distributions; dump role,filler,tpr instead")
     dataset = load_split(task, a.split, a.data)
-    meta = {"arch": arch, "checkpoint": a.path, "data": a.data, "split": a.split, "beam": a.beam if a.generate else None}
+    meta = {"arch": arch, "checkpoint": a.path, "data": a.data, "split": a.split,
+            "beam": a.beam if a.generate else None}
     dump = run_capture(model, task, dataset, a.max_examples, comps, generate=a.generate, beam=a.beam,
                        max_len_a=a.max_len_a, max_len_b=a.max_len_b, batch_size=a.batch_size, meta=meta)
     size = dump.save(a.out, dtype=np.dtype(a.dtype))
