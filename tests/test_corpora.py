@@ -87,10 +87,18 @@ def test_xsum_original_release_with_a_missing_document(tmp_path, capsys):
     assert summary["missing_documents"] == 1 and summary["splits"]["valid"]["skipped_empty"] == 1
 
 
-def test_cnndm_line_files_and_max_examples(tmp_path):
+def test_cnndm_line_files_max_examples_and_subword_truncation(tmp_path):
     write_pairs(tmp_path / "raw", ("train", "val", "test"), ("source", "target"), (6, 4, 4))
-    assert run("cnndm", tmp_path / "raw", tmp_path / "out", "--max-examples", "3") == 0
-    assert [binarized(tmp_path / "out", s) for s in ("train", "valid", "test")] == [3, 3, 3]
+    assert run("cnndm", tmp_path / "raw", tmp_path / "out", "--max-examples", "3",
+               "--truncate-source-subwords", "7") == 0
+    out = tmp_path / "out"
+    assert [binarized(out, s) for s in ("train", "valid", "test")] == [3, 3, 3]
+    assert max(len(line.split()) for line in (out / "bpe/train.source").read_text().splitlines()) == 7
+    assert len((out / "text/train.source").read_text().splitlines()[0].split()) == 18  # text/ keeps the words
+    d = Dictionary.load(str(out / "data-bin/dict.source.txt"))
+    ds = data_utils.load_indexed_dataset(str(out / "data-bin/train.source-target.source"), d)
+    assert max(len(ds[i]) for i in range(len(ds))) == 8  # 7 pieces + </s>
+    assert json.loads((out / "summary.json").read_text())["splits"]["train"]["truncated_subwords"] == 3
 
 
 def test_cnndm_original_stories(tmp_path):

@@ -451,13 +451,14 @@ def main(argv=None):
         record = {"origin": origin, "counts": dict(sorted(counts.items())), "splits": split_counts,
                   "options": {k: getattr(args, k) for k in ("valid_percent", "test_percent", "min_source_words",
                                                              "max_per_source", "max_shared_sources",
-                                                             "max_pair_words", "truncate_source")}}
+                                                             "max_pair_words", "truncate_source",
+                                                             "truncate_source_subwords")}}
         print(json.dumps(record, indent=2))
         out.mkdir(parents=True, exist_ok=True)
         build("debian-summarization", raw_summ, out / "summarization", args, langs=("source", "target"),
               extra={"debian": record})
         write_meta(summ, out / "summarization", args.max_examples)
-        args.truncate_source = None  # translation sources are never truncated
+        args.truncate_source = args.truncate_source_subwords = None  # translation sources are never truncated
         build("debian-en-de", raw_pairs, out / "en-de", args, langs=("en", "de"), extra={"debian": record})
         write_meta(pairs, out / "en-de", args.max_examples)
         (out / "corpus.json").write_text(json.dumps(record, indent=2) + "\n")

@@ -40,6 +40,9 @@ def add_common_args(parser, default_bpe="sentencepiece", default_vocab=8000):
     g = parser.add_argument_group("shared preprocessing options")
     g.add_argument("--truncate-source", type=int, metavar="N",
                    help="keep the first N source tokens (whitespace tokens; characters for --bpe char; 0: all)")
+    g.add_argument("--truncate-source-subwords", type=int, metavar="N",
+                   help="after the subword step, keep the first N source subword tokens (e.g. 1022, so that "
+                        "source + </s> fit fairseq's default 1024 positions); text/ keeps the word-level text")
     g.add_argument("--bpe", choices=BPE_CHOICES, default=default_bpe,
                    help=f"subword step (default {default_bpe}): train sentencepiece on train source+target, "
                         "apply existing fastBPE or subword-nmt codes (--bpe-codes), characters, or none")
@@ -71,7 +74,7 @@ def check_common_args(args):
         raise CorpusError(f"--bpe-codes is only used with --bpe fastbpe or subword_nmt, not --bpe {args.bpe}")
     if args.truncate_source == 0:
         args.truncate_source = None
-    for name in ("truncate_source", "max_examples", "workers", "vocab_size", "spm_sentences"):
+    for name in ("truncate_source", "truncate_source_subwords", "max_examples", "workers", "vocab_size", "spm_sentences"):
         value = getattr(args, name, None)
         if value is not None and value < 1:
             raise CorpusError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
@@ -286,10 +289,16 @@ def build(corpus, raw_splits, out, args, langs=("source", "target"), strip_bpe=F
             (out / "text" / f"{split}.{lang}").write_text("".join(line + "\n" for line in text), encoding="utf-8")
     print(f"[{corpus}] text written to {out / 'text'} ({time.time() - t0:.0f}s); subwords: {args.bpe}", flush=True)
     encode = make_encoder(args, out, cleaned["train"][0] + cleaned["train"][1])
-    subword_lengths = {}
+    subword_lengths, truncated_subwords = {}, {}
+    max_pieces = getattr(args, "truncate_source_subwords", None)
     for split in SPLITS:
+        truncated_subwords[split] = 0
         for lang, lines in zip(langs, cleaned[split]):
             enc = encode_all(encode, lines)
+            if lang == langs[0] and max_pieces:
+                pieces = [e.split() for e in enc]
+                truncated_subwords[split] = sum(len(p) > max_pieces for p in pieces)
+                enc = [" ".join(p[:max_pieces]) for p in pieces]
             subword_lengths[split, lang] = [len(e.split()) for e in enc]
             (out / "bpe" / f"{split}.{lang}").write_text("".join(e + "\n" for e in enc), encoding="utf-8")
     print(f"[{corpus}] subwords written to {out / 'bpe'} ({time.time() - t0:.0f}s); binarizing", flush=True)
@@ -299,7 +308,8 @@ def build(corpus, raw_splits, out, args, langs=("source", "target"), strip_bpe=F
         "corpus": corpus, "out": str(out), "langs": list(langs), "bpe": args.bpe,
         "vocab_size": args.vocab_size if args.bpe == "sentencepiece" else None,
         "bpe_codes": str(args.bpe_codes) if args.bpe_codes else None,
-        "truncate_source": args.truncate_source, "max_examples": args.max_examples, "on_empty": args.on_empty,
+        "truncate_source": args.truncate_source, "truncate_source_subwords": max_pieces,
+        "max_examples": args.max_examples, "on_empty": args.on_empty,
         "length_unit": "characters" if char_level else "whitespace tokens",
         "splits": {},
     }
@@ -307,6 +317,7 @@ def build(corpus, raw_splits, out, args, langs=("source", "target"), strip_bpe=F
         src, tgt = cleaned[split]
         summary["splits"][split] = {
             "examples": len(src), "skipped_empty": skipped[split], "truncated": truncated[split],
+            "truncated_subwords": truncated_subwords[split],
             "source_len": length_stats([measure(s) for s in src]),
             "target_len": length_stats([measure(t) for t in tgt]),
             "source_subwords": length_stats(subword_lengths[split, langs[0]]),
