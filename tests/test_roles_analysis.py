@@ -374,6 +374,10 @@ def test_cli_dump_then_stats_kmeans_heatmap(tmp_path, run_cli, capsys):
         (["heatmap", str(out), "--layer", "5", "--png", str(tmp_path / "x.png")], "--layer 5 is out of range"),
         (["kmeans", str(out), "--head", "9"], "--head 9 is out of range: encoder.1.self has 4 heads"),
         (["heatmap", str(out), "--example", "5", "--png", str(tmp_path / "x.png")], "--example 5 is out of range"),
+        (["dump", str(tmp_path / "raw"), "--path", ckpt, "--out", str(tmp_path / "x.npz")],
+         "does not fit the data in"),
+        (["dump", data, "--path", ckpt, "--split", "nope", "--out", str(tmp_path / "x.npz")],
+         "no split 'nope'"),
     ]:
         with pytest.raises(SystemExit) as e:
             roles_cli.main(argv)

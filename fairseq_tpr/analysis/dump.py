@@ -42,7 +42,13 @@ def load_checkpoint(path: str, data: str, cpu: bool = True):
         raise AnalysisError(f"checkpoint {path} does not exist (pass --path PATH/checkpoint_best.pt)")
     if not os.path.isdir(data):
         raise AnalysisError(f"data directory {data} does not exist (pass the data-bin made by fairseq-preprocess)")
-    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides={"data": data})
+    try:
+        models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides={"data": data})
+    except FileNotFoundError as e:
+        raise AnalysisError(f"{path} does not fit the data in {data}: {e}. Pass the data-bin the model was trained "
+                            "with (its dictionaries and language pair).")
+    except (ValueError, RuntimeError) as e:
+        raise AnalysisError(f"cannot load {path} with the dictionaries of {data}:\n{e}")
     model = models[0]
     if not cpu and torch.cuda.is_available():
         model = model.cuda()

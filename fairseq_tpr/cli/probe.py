@@ -24,7 +24,7 @@ REPRESENTATIONS = ("role", "filler", "tpr", "layer")
 
 
 def build_parser():
-    p = argparse.ArgumentParser(prog="fairseq-tpr-probe", description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(prog="fairseq-tpr-probe", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", help="binarized data directory (fairseq-preprocess --destdir)")
     p.add_argument("--path", required=True, help="fairseq checkpoint (kept frozen)")

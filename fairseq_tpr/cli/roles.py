@@ -6,6 +6,7 @@ Subcommands (docs/analysis.md has a worked example)::
         [--generate --beam 1] [--components role,filler,tpr,role_attn,attn,out]
     fairseq-tpr-roles stats roles.npz [--threshold 0.98 0.9 0.5] [--json stats.json]
     fairseq-tpr-roles kmeans roles.npz --side encoder --layer -1 --head 0 --k 20 --png clusters.png
+        [--component role|filler|tpr] [--labels token_labels.txt]
     fairseq-tpr-roles heatmap roles.npz --side encoder --layer -1 --head 0 --example 0 --png attn.png
         [--what attn|role_attn]
 
@@ -36,7 +37,7 @@ def _site_args(p, attention_default="self"):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="fairseq-tpr-roles", description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog="fairseq-tpr-roles", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
