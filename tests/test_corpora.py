@@ -269,6 +269,16 @@ def test_bad_line_counts_empties_and_missing_files(tmp_path, capsys):
     assert "nowhere does not exist" in err
 
 
+def test_lines_split_on_newline_only(tmp_path):
+    """U+2028 and friends inside a line must not break the line alignment (str.splitlines would)."""
+    raw = tmp_path / "raw"
+    write_pairs(raw, ("train", "valid", "test"), ("src", "tgt"), (3, 2, 2))
+    write_lines(raw / "valid.src", ["\ufeffone\u2028two\x1cthree\r", "four\u00a0five"])  # a BOM starts the file
+    assert run("gigaword", raw, tmp_path / "out") == 0
+    assert binarized(tmp_path / "out", "valid") == 2
+    assert (tmp_path / "out/text/valid.source").read_text().splitlines() == ["one two three", "four five"]
+
+
 def test_bad_bytes_named_by_file_and_line(tmp_path, capsys):
     raw = tmp_path / "raw"
     write_pairs(raw, ("train", "valid", "test"), ("src", "tgt"), (3, 2, 2))

@@ -54,19 +54,37 @@ def read_text(path):
 
 
 def read_lines(path):
-    """Lines split on ``\\n`` only (``str.splitlines`` would also split on U+2028, U+001C, ...,
-    which breaks the line alignment of parallel files); a trailing ``\\r`` is dropped."""
-    text = read_text(path)
-    if not text:
-        return []
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+    """Lines split on ``\n`` only (``str.splitlines`` would also split on U+2028, U+001C, ...,
+    which breaks the line alignment of parallel files); a trailing ``\r`` and a leading BOM are
+    dropped. Read line by line, so a multi-gigabyte file is never held twice."""
+    path = Path(path)
+    if not path.is_file():
+        raise CorpusError(f"missing file: {path}")
+    lines = []
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                bad = raw[e.start:e.end].hex(" ")
+                raise CorpusError(
+                    f"{path}: line {n}, byte column {e.start + 1}: not UTF-8 (bytes {bad}); "
+                    f"convert the file first, e.g. iconv -f <encoding> -t utf-8"
+                ) from None
+            if line.endswith("\n"):
+                line = line[:-1]
+            if line.endswith("\r"):
+                line = line[:-1]
+            if n == 1 and line.startswith("\ufeff"):
+                line = line[1:]
+            lines.append(line)
+    return lines
 
 
 def normalise(text):
-    """Unicode NFKC, every run of whitespace (any Unicode space, tab, newline) -> one space, stripped."""
+    """Unicode NFKC, then every run of whitespace (any Unicode space, tab, newline, U+2028,
+    U+001C-U+001F) -> one space, stripped. Zero-width characters are kept (they are not
+    whitespace to ``str.split``)."""
     return " ".join(unicodedata.normalize("NFKC", text).split())
 
 
