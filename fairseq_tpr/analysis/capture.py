@@ -149,10 +149,16 @@ class Capture:
             if self.keys is not None and key.replace(".roles", "") not in self.keys:
                 continue
             if isinstance(module, MultiheadAttention):
+                if not self.want & {"role", "filler", "tpr", "attn"}:
+                    continue
                 hook = partial(self._attention, key)
             elif isinstance(module, DiscreteRoleBinding):
+                if not self.want & {"role", "filler", "tpr", "role_attn"}:
+                    continue
                 hook = partial(self._discrete, key.replace(".roles", ""))
             elif isinstance(module, EmbeddingRoleBinding):
+                if not self.want & {"role", "filler", "tpr"}:
+                    continue
                 hook = partial(self._embedding, key)
             else:
                 if "out" not in self.want:
