@@ -50,7 +50,7 @@ def plot_heatmap(matrix: np.ndarray, rows: List[str], cols: Optional[List[str]],
     """``matrix``: ``len(rows) x len(cols)`` (e.g. queries x keys), drawn with a colour bar."""
     plt = _plt()
     h, w = matrix.shape
-    fig, ax = plt.subplots(figsize=(min(0.16 * w + 2.0, 24), min(0.16 * h + 1.5, 24)))
+    fig, ax = plt.subplots(figsize=(min(max(0.16 * w + 2.0, 6.0), 24), min(max(0.16 * h + 1.5, 3.0), 24)))
     im = ax.imshow(matrix, aspect="auto", cmap="viridis", vmin=0.0, vmax=max(float(matrix.max()), 1e-6),
                    interpolation="nearest")
     ax.set_yticks(range(h))
