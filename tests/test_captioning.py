@@ -19,7 +19,7 @@ from fairseq.sequence_generator import SequenceGenerator
 from fairseq_tpr.cli.caption_score import CaptionScoreError, collect, read_generate_log, score
 from fairseq_tpr.cli.unbinding import main as unbinding_main
 from fairseq_tpr.data.shapes_corpus import write_shapes_corpus
-from fairseq_tpr.data.captioning import CaptionDataError, CaptioningDataset, check_raw_split, load_features
+from fairseq_tpr.data.captioning import CaptionDataError, check_raw_split, load_features
 from fairseq_tpr.tasks.image_captioning import ImageCaptioningConfig, ImageCaptioningTask
 from test_atpl import build_captioner
 
