@@ -339,3 +339,13 @@ def test_sentences_writer_gives_the_unbinding_input(tmp_path, capsys):
     pos_corpus.main([str(f), str(tmp_path / "s.txt")])
     assert (tmp_path / "s.txt").read_text(encoding="utf-8") == "I do n't know .\nNew_York\n"
     assert "wrote 2 sentences, 6 tokens" in capsys.readouterr().out
+
+
+def test_cli_reads_conllu_with_xpos(tmp_path, capsys):
+    f = tmp_path / "train.conllu"
+    f.write_text((CONLLU + "\n") * 3, encoding="utf-8")
+    pos_cli.main(["--train-tags", str(f), "--valid-tags", str(f), "--features", "words", "--conllu-column", "xpos",
+                  "--hidden", "8", "--rank", "4", "--word-dim", "4", "--max-epochs", "1", "--no-progress-bar", "--results-json", str(tmp_path / "r.json")])
+    rows = json.loads((tmp_path / "r.json").read_text())["splits"]
+    assert [(r["split"], r["sentences"], r["tokens"]) for r in rows] == [("train", 6, 18), ("valid", 6, 18)]
+    assert "| valid | 6 | 18 |" in capsys.readouterr().out
