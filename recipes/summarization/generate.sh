@@ -10,9 +10,10 @@
 # Writes OUT_DIR/generate-test.txt (fairseq-generate's log, with the ROUGE line of --scoring rouge),
 # OUT_DIR/test.hyp (detokenised hypotheses in test order) and OUT_DIR/scores.{md,json}
 # (fairseq-tpr-score: rouge-score, the official ROUGE-1.5.5 script, METEOR; characters for lcsts).
-# Fails unless every test line has a hypothesis. Environment: GEN_SUBSET (test), BATCH (32).
+# Fails unless every test line has a hypothesis. Environment: GEN_SUBSET (test), BATCH (32),
+# METRICS (fairseq-tpr-score --metrics; default: every scorer available).
 set -euo pipefail
-if [[ $# -lt 4 ]]; then sed -n '2,14p' "$0" >&2; exit 2; fi
+if [[ $# -lt 4 ]]; then sed -n '2,15p' "$0" >&2; exit 2; fi
 corpus=$1 data=$2 ckpt=$3 out=$4
 shift 4
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -32,6 +33,7 @@ else
 fi
 score_args=()
 [[ "$corpus" == lcsts ]] && score_args=(--char)
+[[ -n "${METRICS:-}" ]] && score_args+=(--metrics "$METRICS")
 cuda=()
 python -c "import torch,sys; sys.exit(not torch.cuda.is_available())" || cuda=(--cpu)
 
