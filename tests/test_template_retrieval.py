@@ -1,0 +1,131 @@
+"""STTR template retrieval (``python -m fairseq_tpr.cli.retrieve_templates``): BM25 over training
+articles, never the query itself (nor, by default, an identical copy of it), aligned output, reranking,
+random templates, and clear errors for bad inputs."""
+import random
+import re
+from collections import Counter
+
+import pytest
+
+from fairseq_tpr.cli.retrieve_templates import main, rouge1_f
+
+TOPICS = ["cat mat sat", "dog bark night", "stock market fell", "rain storm flood", "team won final",
+          "bank rate cut", "fire forest burn", "ship port dock"]
+
+
+def _corpus(tmp_path, n_train=60, n_test=9, duplicate=None, seed=0):
+    """Articles made of one topic's words plus noise; summary i = 'sum<i> <topic head>'."""
+    rng = random.Random(seed)
+    noise = [f"n{i}" for i in range(40)]
+
+    def article(t):
+        words = TOPICS[t].split() * 2 + rng.sample(noise, 6)
+        rng.shuffle(words)
+        return " ".join(words)
+
+    topics = [i % len(TOPICS) for i in range(n_train)]
+    arts = [article(t) for t in topics]
+    if duplicate is not None:  # line duplicate[1] is an exact copy of line duplicate[0]
+        arts[duplicate[1]] = arts[duplicate[0]]
+    (tmp_path / "train.source").write_text("\n".join(arts) + "\n")
+    (tmp_path / "train.target").write_text("\n".join(f"sum{i} {TOPICS[t].split()[0]}" for i, t in enumerate(topics)) + "\n")
+    test_topics = [rng.randrange(len(TOPICS)) for _ in range(n_test)]
+    (tmp_path / "test.source").write_text("\n".join(article(t) for t in test_topics) + "\n")
+    (tmp_path / "valid.source").write_text("\n".join(article(t) for t in test_topics[:3]) + "\n")
+    return arts, topics, test_topics
+
+
+def _ids(path):
+    rows = []
+    for line in path.read_text().splitlines():
+        chosen, cands = line.split("\t")
+        rows.append((int(chosen), [int(c.split(":")[0]) for c in cands.split()]))
+    return rows
+
+
+def test_train_templates_never_come_from_the_query_itself_and_are_aligned(tmp_path):
+    arts, topics, test_topics = _corpus(tmp_path, duplicate=(3, 11))
+    assert main([str(tmp_path), "--top-k", "4", "--no-progress"]) == 0
+    summaries = (tmp_path / "train.target").read_text().splitlines()
+    for split, n in (("train", len(arts)), ("valid", 3), ("test", len(test_topics))):
+        lines = (tmp_path / f"{split}.template").read_text().splitlines()
+        ids = _ids(tmp_path / f"{split}.template.ids")
+        assert len(lines) == len(ids) == n
+        for line, (chosen, cands) in zip(lines, ids):
+            assert line == summaries[chosen] and chosen in cands and len(cands) == 4
+    for i, (chosen, cands) in enumerate(_ids(tmp_path / "train.template.ids")):
+        assert i not in cands
+        assert topics[chosen] == topics[i]  # BM25 finds an article of the same topic
+    # the exact copy (lines 3 and 11) is excluded as well
+    rows = _ids(tmp_path / "train.template.ids")
+    assert 11 not in rows[3][1] and 3 not in rows[11][1]
+    for j, (chosen, _) in enumerate(_ids(tmp_path / "test.template.ids")):
+        assert topics[chosen] == test_topics[j]
+
+
+def test_keep_duplicates_allows_the_copy_but_never_the_query(tmp_path):
+    _corpus(tmp_path, duplicate=(3, 11))
+    assert main([str(tmp_path), "--splits", "train", "--keep-duplicates", "--no-progress"]) == 0
+    rows = _ids(tmp_path / "train.template.ids")
+    assert rows[3][0] == 11 and rows[11][0] == 3  # identical text scores highest
+    assert all(i != chosen for i, (chosen, _) in enumerate(rows))
+
+
+def test_a_query_whose_only_neighbour_is_itself_still_gets_another_template(tmp_path):
+    (tmp_path / "train.source").write_text("alpha beta\ngamma delta\nepsilon zeta\n")
+    (tmp_path / "train.target").write_text("s0\ns1\ns2\n")
+    assert main([str(tmp_path), "--splits", "train", "--no-progress"]) == 0
+    rows = _ids(tmp_path / "train.template.ids")
+    assert all(i != chosen for i, (chosen, _) in enumerate(rows))
+
+
+def test_rouge1_rerank_picks_the_candidate_article_closest_to_the_query(tmp_path):
+    arts, _, _ = _corpus(tmp_path)
+    assert main([str(tmp_path), "--splits", "test", "--top-k", "5", "--rerank", "rouge1", "--no-progress"]) == 0
+    tests = (tmp_path / "test.source").read_text().splitlines()
+
+    def words(s):
+        return re.findall(r"\w+", s.lower())
+
+    def oracle(a, b):  # plain unigram F1
+        overlap = sum(min(c, Counter(b)[w]) for w, c in Counter(a).items())
+        return 0.0 if overlap == 0 else 2 * overlap / (len(a) + len(b))
+
+    for q, (chosen, cands) in zip(tests, _ids(tmp_path / "test.template.ids")):
+        scores = [oracle(words(q), words(arts[c])) for c in cands]
+        assert abs(rouge1_f(words(q), words(arts[chosen])) - max(scores)) < 1e-12
+        assert chosen == cands[scores.index(max(scores))]
+
+
+def test_random_templates_are_other_training_summaries(tmp_path):
+    arts, _, _ = _corpus(tmp_path)
+    assert main([str(tmp_path), "--random-templates", "--seed", "3", "--no-progress"]) == 0
+    rows = _ids(tmp_path / "train.template.ids")
+    assert all(i != chosen for i, (chosen, _) in enumerate(rows))
+    assert len({c for c, _ in rows}) > len(arts) // 3  # spread, not one summary
+
+
+@pytest.mark.parametrize("case,message", [
+    ("missing-split", r"split 'valid': its source .*valid\.source is missing"),
+    ("counts", r"train\.source has 60 lines but .*train\.target has 59"),
+    ("top-k", r"--top-k must be at least 1"),
+    ("copy-from", r"train\.target has 2 lines but .*train\.source has 60"),
+])
+def test_bad_inputs_give_a_clear_message(tmp_path, capsys, case, message):
+    _corpus(tmp_path)
+    argv = [str(tmp_path), "--no-progress"]
+    if case == "missing-split":
+        (tmp_path / "valid.source").unlink()
+    elif case == "counts":
+        lines = (tmp_path / "train.target").read_text().splitlines()
+        (tmp_path / "train.target").write_text("\n".join(lines[:-1]) + "\n")
+    elif case == "top-k":
+        argv += ["--top-k", "0"]
+    else:
+        (tmp_path / "bpe").mkdir()
+        (tmp_path / "bpe" / "train.target").write_text("a\nb\n")
+        argv += ["--copy-from", str(tmp_path / "bpe")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err), err
+    assert not (tmp_path / "test.template").exists()  # checked before any output
