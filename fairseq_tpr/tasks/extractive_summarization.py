@@ -1,0 +1,53 @@
+"""Task ``extractive_summarization``: score the units (EDUs or sentences) of a document for an
+extractive summary (Xiao, Huber & Carenini, slides "Extractive Summarization Model").
+
+Data directory: see :mod:`fairseq_tpr.data.extractive_dataset` (built by ``preprocess/extractive.py``).
+Documents are batched by unit count (``--max-tokens`` counts units); every document must have at
+most ``--max-units`` units (checked at load, with a message that says how to fix it); the model's
+random/dense attention is sized by the same number.
+"""
+from dataclasses import dataclass, field
+
+from fairseq.dataclass import FairseqDataclass
+from fairseq.tasks import FairseqTask, register_task
+
+from ..data.extractive_dataset import ExtractiveDataset, load_split, read_meta
+
+
+@dataclass
+class ExtractiveSummarizationConfig(FairseqDataclass):
+    data: str = field(default="", metadata={"help": "extractive data directory (preprocess/extractive.py)"})
+    max_units: int = field(default=128, metadata={"help": "most units in a document; sizes the random and dense "
+                                                          "attentions (their l)"})
+
+
+@register_task("extractive_summarization", dataclass=ExtractiveSummarizationConfig)
+class ExtractiveSummarizationTask(FairseqTask):
+    """Unit embeddings + RST tree in, one logit per unit out (module docstring)."""
+
+    def __init__(self, cfg, meta):
+        super().__init__(cfg)
+        self.meta = meta
+        self.unit_dim = int(meta["unit_dim"])
+
+    @classmethod
+    def setup_task(cls, cfg, **kwargs):
+        return cls(cfg, read_meta(cfg.data))
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        arrays = load_split(self.cfg.data, split, max_units=self.cfg.max_units)
+        if arrays["units"].shape[1] != self.unit_dim:
+            raise ValueError(f"{self.cfg.data}/{split}.units.npy has {arrays['units'].shape[1]}-d embeddings but "
+                             f"meta.json says {self.unit_dim}: encode every split with the same encoder")
+        self.datasets[split] = ExtractiveDataset(arrays, shuffle=split.startswith("train"))
+
+    def max_positions(self):
+        return self.cfg.max_units
+
+    @property
+    def source_dictionary(self):
+        return None
+
+    @property
+    def target_dictionary(self):
+        return None
