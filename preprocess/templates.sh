@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Binarize STTR templates ({split}.template text, one per source line) with the SOURCE
+# dictionary of an existing data-bin, for --task template_summarization:
+#
+#   bash preprocess/templates.sh RAW_DIR DATA_BIN SRC TGT [SPLITS]     # SPLITS default train,valid,test
+#
+# writes DATA_BIN/{split}.SRC-TGT.template.{bin,idx}. Line counts (against the binarized
+# sources) and empty lines are checked first. Templates must be tokenized/BPE'd like the sources.
+# A thin wrapper around fairseq_tpr/data/template_binarize.py (see its --help).
+set -euo pipefail
+if [[ $# -lt 4 ]]; then
+    echo "usage: $0 RAW_DIR DATA_BIN SRC TGT [SPLITS]" >&2
+    exit 2
+fi
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+python="${PYTHON:-$repo/.venv/bin/python}"
+[[ -x "$python" ]] || python="$(command -v python3)"
+export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
+exec "$python" -m fairseq_tpr.data.template_binarize "$1" "$2" --source-lang "$3" --target-lang "$4" \
+    --splits "${5:-train,valid,test}"
