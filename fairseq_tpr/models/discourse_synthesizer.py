@@ -147,7 +147,7 @@ def discourse_synthesizer_base(args):
     args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", None) or 3072
     args.encoder_layers = getattr(args, "encoder_layers", None) or 2
     sh = getattr(args, "scorer_hidden_dim", None)
-    args.scorer_hidden_dim = 256 if sh is None else sh
+    args.scorer_hidden_dim = 64 if sh is None else sh
     args.dropout = 0.1 if getattr(args, "dropout", None) is None else args.dropout
     args.attention_dropout = 0.0 if getattr(args, "attention_dropout", None) is None else args.attention_dropout
 

@@ -1,0 +1,269 @@
+"""Extractive summarization with discourse-tree attention: attention variants against plain-loop
+oracles and their parameter counts, the greedy oracle, bad inputs, and one tiny end-to-end run
+(preprocess -> fairseq-train -> extraction -> fairseq-tpr-score)."""
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from fairseq import options, tasks
+
+import fairseq_tpr  # noqa: F401
+from fairseq_tpr.data.extractive_dataset import ExtractiveDataError, load_split
+from fairseq_tpr.modules.tree_attention import ctree_matrix, dtree_matrix, parse_tree, right_branching_tree
+
+REPO = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("extractive_prep", REPO / "preprocess/extractive.py")
+prep = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(prep)
+
+VARIANTS = ["dot", "dense", "random-fixed", "random-learned", "none", "dtree", "ctree", "ctree-nuc"]
+TREES = ["(Root (Nucleus (span 1 2) (Nucleus (leaf 1)) (Satellite (leaf 2))) (Satellite (span 3 4) "
+         "(Satellite (leaf 3)) (Nucleus (leaf 4))))", None, None]
+
+
+def build(tmp_path, attention, *extra, unit_dim=12, arch="discourse_synthesizer_tiny", max_units=16):
+    (tmp_path / "meta.json").write_text(json.dumps({"unit_dim": unit_dim, "unit": "sentence", "encoder": "test"}))
+    args = options.parse_args_and_arch(options.get_training_parser(), [
+        str(tmp_path), "--task", "extractive_summarization", "--arch", arch, "--attention", attention,
+        "--criterion", "extractive_bce", "--max-units", str(max_units), *extra])
+    task = tasks.setup_task(args)
+    torch.manual_seed(0)
+    return task.build_model(args), task, args
+
+
+def make_batch(lengths=(4, 6, 1), unit_dim=12, seed=0):
+    """A collated batch of documents (the first with an RST tree, the others right-branching)."""
+    from fairseq_tpr.data.extractive_dataset import ExtractiveDataset, SplitWriter
+
+    g = np.random.default_rng(seed)
+
+    class Mem(SplitWriter):
+        def write(self):
+            pass
+
+    w = Mem("/nonexistent", "x")
+    for n, tree_text in zip(lengths, TREES):
+        tree = parse_tree(tree_text, n) if tree_text else right_branching_tree(n)
+        from fairseq_tpr.modules.tree_attention import tree_to_arrays
+
+        nodes, parents = tree_to_arrays(tree)
+        w.add(g.normal(size=(n, unit_dim)).astype(np.float32), [int(i % 3 == 0) for i in range(n)], nodes, parents,
+              [f"u{i}" for i in range(n)], "ref")
+    arrays = {"units": np.concatenate(w.units), "labels": np.concatenate(w.labels),
+              "parents": np.concatenate(w.parents), "tree": np.concatenate(w.trees),
+              "index": np.asarray(w.index, dtype=np.int64)}
+    ds = ExtractiveDataset(arrays, shuffle=False)
+    trees = [parse_tree(t, n) if t else right_branching_tree(n) for n, t in zip(lengths, TREES)]
+    return ds, ds.collater([ds[i] for i in range(len(ds))]), trees
+
+
+def expected_attention_params(attention, d, H, dk, l):
+    vo = (d * H * dk + H * dk) + (H * dk * d + d)  # W_v, W_o with biases
+    return vo + {"dot": 2 * (d * H * dk + H * dk), "dense": (d * d + d) + (d * l + l),
+                 "random-learned": l * l}.get(attention, 0)
+
+
+@pytest.mark.parametrize("attention", VARIANTS)
+def test_variant_parameter_counts_and_one_training_step(tmp_path, attention):
+    heads = "2" if attention == "dot" else "1"
+    model, task, args = build(tmp_path, attention, "--attention-heads", heads)
+    d, H, dk, f, sh, L, l, D = 32, int(heads), 8, 64, 16, 2, 16, 12
+    attn = L * expected_attention_params(attention, d, H, dk, l)
+    rest = L * ((2 * d * f + f + d) + 4 * d) + 2 * d + (d * sh + sh + sh + 1) + (D * d + d)
+    counts = model.parameter_counts()
+    assert counts == {"attention": attn, "total": attn + rest, "input_proj": D * d + d}
+    assert type(model.layers[0].self_attn).__name__ == {
+        "dot": "DotProductAttention", "dense": "DenseSynthesizerAttention", "random-fixed": "FixedRandomAttention",
+        "random-learned": "LearnedRandomAttention", "none": "NoAttention", "dtree": "DTreeAttention",
+        "ctree": "CTreeAttention", "ctree-nuc": "CTreeNucAttention"}[attention]
+    _, batch, _ = make_batch()
+    crit = task.build_criterion(args)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    loss, n, log = crit(model, batch)
+    assert n == 11 and torch.isfinite(loss)
+    loss.backward()
+    opt.step()
+    after = model.state_dict()
+    assert not torch.equal(before["scorer.0.weight"], after["scorer.0.weight"])
+    if attention == "random-fixed":
+        assert torch.equal(before["layers.0.self_attn.R_fixed"], after["layers.0.self_attn.R_fixed"])
+    if attention == "random-learned":
+        assert not torch.equal(before["layers.0.self_attn.R"], after["layers.0.self_attn.R"])
+
+
+def test_base_preset_matches_the_slides_table(tmp_path):
+    """Slides, "Default Setting (d_k = d_v = d_q = 64, d_inner = 3072)": # Params(attn) 3.2M (dot 8 heads),
+    0.4M (dot 1 head), 0.2M (fixed random, none, trees); # Params 12.7M, 9.9M, 9.7M (768-d BERT units)."""
+    slides = {("dot", "8"): (3.2, 12.7), ("dot", "1"): (0.4, 9.9), ("random-fixed", "1"): (0.2, 9.7),
+              ("none", "1"): (0.2, 9.7), ("ctree", "1"): (0.2, 9.7)}
+    for (attention, heads), (attn_m, total_m) in slides.items():
+        model, _, _ = build(tmp_path, attention, "--attention-heads", heads, unit_dim=768,
+                            arch="discourse_synthesizer_base")
+        c = model.parameter_counts()
+        assert abs(c["attention"] / 1e6 - attn_m) < 0.06 and abs(c["total"] / 1e6 - total_m) < 0.06, (attention, c)
+
+
+def _softmax(row):
+    e = [math.exp(v - max(row)) for v in row]
+    return [v / sum(e) for v in e]
+
+
+@pytest.mark.parametrize("attention", VARIANTS)
+def test_attention_matrices_against_loop_oracles(tmp_path, attention):
+    heads = 2 if attention == "dot" else 1
+    model, _, _ = build(tmp_path, attention, "--attention-heads", str(heads))
+    model.eval()
+    _, batch, trees = make_batch()
+    ni = batch["net_input"]
+    logits, extra = model(**ni)
+    A = extra["attn"][0]  # B x H x T x T
+    layer = model.layers[0]
+    x0 = (model.input_proj(ni["unit_embeddings"]) + model.positions[:ni["unit_embeddings"].shape[1]])
+    x0 = layer.attn_norm(x0 * ni["unit_mask"].unsqueeze(-1))
+    att = layer.self_attn
+    for b, tree in enumerate(trees):
+        n = tree.end
+        X = x0[b, :n].detach().double()
+        for h in range(heads):
+            if attention in ("dtree", "ctree", "ctree-nuc"):
+                want = {"dtree": dtree_matrix, "ctree": ctree_matrix,
+                        "ctree-nuc": lambda t: ctree_matrix(t, True)}[attention](tree)
+            elif attention == "none":
+                want = np.eye(n)
+            else:
+                want = np.zeros((n, n))
+                for i in range(n):
+                    if attention == "dot":
+                        sl = slice(h * att.head_dim, (h + 1) * att.head_dim)
+                        q = X[i] @ att.q_proj.weight[sl].double().T + att.q_proj.bias[sl].double()
+                        row = []
+                        for j in range(n):
+                            k = X[j] @ att.k_proj.weight[sl].double().T + att.k_proj.bias[sl].double()
+                            row.append(float((q @ k).detach()) / math.sqrt(att.head_dim))
+                    elif attention == "dense":
+                        hid = torch.relu(X[i] @ att.w1.weight.double().T + att.w1.bias.double())
+                        row = (hid @ att.w2.weight.double().T + att.w2.bias.double())[:n].tolist()
+                    else:
+                        R = att.R if attention == "random-learned" else att.R_fixed
+                        row = R[i, :n].tolist()
+                    want[i] = _softmax(row)
+            np.testing.assert_allclose(A[b, h, :n, :n].detach().numpy(), want, rtol=1e-4, atol=1e-6)
+            np.testing.assert_allclose(A[b, h, :n, :n].sum(-1).detach().numpy(), 1.0, rtol=1e-5)
+        assert A[b, :, n:].abs().sum() == 0 and A[b, :, :n, n:].abs().sum() == 0  # padding: no attention
+        # batch of 1 gives the same logits as the padded batch
+        one = {k: v[b:b + 1, :n] if k in ("unit_embeddings", "unit_mask", "dep_parents") else v[b:b + 1]
+               for k, v in ni.items()}
+        one["tree_spans"], one["tree_codes"] = ni["tree_spans"][b:b + 1], ni["tree_codes"][b:b + 1]
+        solo, _ = model(**one)
+        torch.testing.assert_close(solo[0], logits[b, :n], rtol=1e-5, atol=1e-5)
+
+
+def test_bad_model_flags(tmp_path):
+    with pytest.raises(ValueError, match="--attention-heads 8 with --attention ctree"):
+        build(tmp_path, "ctree", "--attention-heads", "8")
+
+
+# ----------------------------------------------------------------------------------- oracle
+UNITS = ["Officials said more details would follow.", "The quake struck the coast at dawn.",
+         "The weather was mild.", "Thousands of homes lost power after the quake.", "A museum opened."]
+REF = "A quake struck the coast at dawn and thousands of homes lost power."
+
+
+def test_greedy_oracle_picks_the_right_units():
+    assert prep.greedy_oracle(UNITS, REF, 3) == [1, 3]  # stops: a third unit lowers ROUGE-1+2
+    assert prep.greedy_oracle(UNITS, REF, 1) == [1]  # the one unit with the most overlap
+    assert prep.greedy_oracle(UNITS, "nothing in common here", 3) == []
+
+
+def test_oracle_rouge_is_rouge_score():
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2"], use_stemmer=True)
+    ref = {n: prep.ngrams(prep.tokens(REF), n) for n in (1, 2)}
+    for u in UNITS:
+        s = scorer.score(REF, u)
+        mine = prep.rouge12({n: prep.ngrams(prep.tokens(u), n) for n in (1, 2)}, ref)
+        assert mine == pytest.approx(s["rouge1"].fmeasure + s["rouge2"].fmeasure)
+
+
+# ----------------------------------------------------------------------------------- bad inputs
+def write_jsonl(path, docs):
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+
+
+def run_prep(tmp_path, *extra):
+    return prep.main(["--destdir", str(tmp_path / "data"), "--encoder", "hash", "--hash-dim", "8", *extra])
+
+
+def test_bad_inputs_have_clear_messages(tmp_path, capsys):
+    write_jsonl(tmp_path / "a.jsonl", [{"units": UNITS, "summary": REF, "labels": [0, 1, 0]}])
+    assert run_prep(tmp_path, "--trainpref", str(tmp_path / "a")) == 2
+    assert "a.jsonl line 1: 3 labels but 5 units" in capsys.readouterr().err
+    write_jsonl(tmp_path / "b.jsonl", [{"units": UNITS[:2], "summary": REF}])
+    (tmp_path / "b.tree").write_text("(Root (Nucleus (leaf 1)) (Satellite (leaf 2)) (Satellite (leaf 3)))\n")
+    assert run_prep(tmp_path, "--trainpref", str(tmp_path / "b")) == 2
+    err = capsys.readouterr().err
+    assert "b.tree line 1" in err and "covers units 1..3 but the document has 2 units" in err
+    write_jsonl(tmp_path / "c.jsonl", [{"units": UNITS, "summary": REF}])
+    assert run_prep(tmp_path, "--trainpref", str(tmp_path / "c"), "--max-units", "4") == 2
+    assert "5 units, more than --max-units 4 (pass --truncate" in capsys.readouterr().err
+    assert run_prep(tmp_path, "--trainpref", str(tmp_path / "c"), "--max-units", "4", "--truncate") == 0
+    assert json.loads((tmp_path / "data/meta.json").read_text())["splits"]["train"]["units"] == 4
+    # the task: documents longer than --max-units, labels that do not match the units
+    assert run_prep(tmp_path, "--trainpref", str(tmp_path / "c")) == 0
+    with pytest.raises(ExtractiveDataError, match="document 1 has 5 units but --max-units is 3"):
+        load_split(tmp_path / "data", "train", max_units=3)
+    np.save(tmp_path / "data/train.labels.npy", np.zeros(4, dtype=np.uint8))
+    with pytest.raises(ExtractiveDataError, match="has 4 labels but train.units.npy has 5 units"):
+        load_split(tmp_path / "data", "train")
+
+
+# ----------------------------------------------------------------------------------- end to end
+def test_end_to_end_preprocess_train_extract_score(tmp_path, run_cli):
+    rng = np.random.default_rng(0)
+    topics = ["the quake struck the coast", "markets fell sharply today", "the team won the final",
+              "rain flooded the valley", "a new vaccine was approved"]
+    filler = ["officials said more details would follow", "the weather was mild", "a spokesman declined to comment",
+              "residents gathered in the square", "traffic was heavy in the morning", "the museum opened a new wing"]
+    for split, n in (("train", 24), ("valid", 4), ("test", 5)):
+        docs = []
+        for _ in range(n):
+            units = [filler[i] for i in rng.permutation(len(filler))[:3]]
+            key = [topics[i] for i in rng.permutation(len(topics))[:2]]
+            units = key[:1] + units[:2] + key[1:] + units[2:]
+            docs.append({"units": units, "summary": " . ".join(key) + " ."})
+        write_jsonl(tmp_path / f"{split}.jsonl", docs)
+    # the test split comes with RST trees (one per line, JSON and bracketed)
+    (tmp_path / "test.tree").write_text("\n".join(
+        ["(Root (Nucleus (leaf 1)) (Satellite (span 2 5) (Satellite (span 2 3) (Nucleus (leaf 2)) "
+         "(Satellite (leaf 3))) (Nucleus (span 4 5) (Nucleus (leaf 4)) (Satellite (leaf 5)))))"] * 4
+        + [json.dumps({"span": [1, 5], "nuclearity": "NS", "children": [
+            {"span": [1, 1]}, {"span": [2, 5], "nuclearity": "NNNN",
+                               "children": [{"span": [i, i]} for i in range(2, 6)]}]})]) + "\n")
+    data = tmp_path / "data"
+    assert run_prep(tmp_path, *[a for s in ("train", "valid", "test") for a in (f"--{s}pref", str(tmp_path / s))]) == 0
+    meta = json.loads((data / "meta.json").read_text())
+    assert meta["splits"]["test"]["tree_source"] == "rst" and meta["splits"]["train"]["tree_source"] == "right-branching"
+    assert meta["splits"]["train"]["oracle_units"] == 48  # the two topic sentences of every document
+    r = run_cli("fairseq-train", data, "--user-dir", REPO / "fairseq_tpr", "--task", "extractive_summarization",
+                "--arch", "discourse_synthesizer_tiny", "--attention", "ctree-nuc", "--criterion", "extractive_bce",
+                "--pos-weight", "1.5", "--optimizer", "adam", "--lr", "0.01", "--max-tokens", "60",
+                "--max-epoch", "12", "--save-dir", tmp_path / "ckpt", "--no-epoch-checkpoints", "--no-last-checkpoints",
+                "--cpu", "--seed", "1", "--log-format", "simple", "--required-batch-size-multiple", "1",
+                "--max-units", "16")
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = tmp_path / "test.sum"
+    r = run_cli("python", "-m", "fairseq_tpr.cli.extract", "--data", data, "--path", tmp_path / "ckpt/checkpoint_best.pt",
+                "--split", "test", "--k", "2", "--out", out, "--selected", tmp_path / "sel.jsonl", "--score", cwd=REPO)
+    assert r.returncode == 0, r.stderr[-3000:]
+    hyps = out.read_text().splitlines()
+    assert len(hyps) == 5
+    chosen = [json.loads(x) for x in (tmp_path / "sel.jsonl").read_text().splitlines()]
+    assert all(len(c) == 2 and c == sorted(c) for c in chosen)
+    assert sum(c == [0, 3] for c in chosen) >= 4  # the model learnt the topic sentences (units 1 and 4)
+    assert "| rouge-score 0.1.2 | ROUGE-1 |" in r.stdout
