@@ -106,6 +106,13 @@ def test_base_preset_matches_the_slides_table(tmp_path):
                             arch="discourse_synthesizer_base")
         c = model.parameter_counts()
         assert abs(c["attention"] / 1e6 - attn_m) < 0.06 and abs(c["total"] / 1e6 - total_m) < 0.06, (attention, c)
+    # "Balanced Models (d_k = d_v = d_q = 512, d_inner = 512)": 25.2M / 27M, 3.2M / 4.8M, 1.6M / 3.2M
+    for (attention, heads), (attn_m, total_m, tol) in {("dot", "8"): (25.2, 27, 0.5), ("dot", "1"): (3.2, 4.8, 0.06),
+                                                       ("ctree-nuc", "1"): (1.6, 3.2, 0.06)}.items():
+        model, _, _ = build(tmp_path, attention, "--attention-heads", heads, unit_dim=768,
+                            arch="discourse_synthesizer_balanced")
+        c = model.parameter_counts()
+        assert abs(c["attention"] / 1e6 - attn_m) < 0.06 and abs(c["total"] / 1e6 - total_m) < tol, (attention, c)
 
 
 def _softmax(row):

@@ -171,3 +171,12 @@ def discourse_synthesizer_tiny(args):
     args.scorer_hidden_dim = 16 if getattr(args, "scorer_hidden_dim", None) is None else args.scorer_hidden_dim
     args.dropout = 0.0 if getattr(args, "dropout", None) is None else args.dropout
     discourse_synthesizer_base(args)
+
+
+@register_model_architecture("discourse_synthesizer", "discourse_synthesizer_balanced")
+def discourse_synthesizer_balanced(args):
+    """The slides' "Balanced Models (d_k = d_v = d_q = 512, d_inner = 512)" (EDU- and sentence-level tables),
+    where attention is a larger share of the parameters; d_model 768, two layers."""
+    args.attention_head_dim = getattr(args, "attention_head_dim", None) or 512
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", None) or 512
+    discourse_synthesizer_base(args)
