@@ -231,7 +231,7 @@ def test_bad_inputs_have_clear_messages(tmp_path, capsys):
 
 
 # ----------------------------------------------------------------------------------- end to end
-def test_end_to_end_preprocess_train_extract_score(tmp_path, run_cli):
+def test_end_to_end_preprocess_train_extract_score(tmp_path, run_cli, capsys):
     rng = np.random.default_rng(0)
     topics = ["the quake struck the coast", "markets fell sharply today", "the team won the final",
               "rain flooded the valley", "a new vaccine was approved"]
@@ -273,4 +273,13 @@ def test_end_to_end_preprocess_train_extract_score(tmp_path, run_cli):
     chosen = [json.loads(x) for x in (tmp_path / "sel.jsonl").read_text().splitlines()]
     assert all(len(c) == 2 and c == sorted(c) for c in chosen)
     assert sum(c == [0, 3] for c in chosen) >= 4  # the model learnt the topic sentences (units 1 and 4)
-    assert "| rouge-score 0.1.2 | ROUGE-1 |" in r.stdout
+    r1 = float(next(x for x in r.stdout.splitlines() if "| ROUGE-1 |" in x).split("|")[3])
+    # the slides' table from the same checkpoint: same summaries, same scorer, the model's parameter counts
+    from fairseq_tpr.cli import extractive_table
+
+    assert extractive_table.main(["--data", str(data), "--k", "2", "--json", str(tmp_path / "t.json"),
+                                  f"mine={tmp_path / 'ckpt/checkpoint_best.pt'}"]) == 0
+    table = capsys.readouterr().out
+    row = json.loads((tmp_path / "t.json").read_text())["rows"][0]
+    assert row["rouge1"] == pytest.approx(r1, abs=0.006) and row["heads"] == 1 and row["attention"] == "ctree-nuc"
+    assert f"| mine | {row['rouge1']:.2f} | {row['rouge2']:.2f} |" in table

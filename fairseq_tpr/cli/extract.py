@@ -9,7 +9,7 @@ fairseq's ``batch_by_size``), the units with the highest logits are selected: ``
 score order as long as the summary stays within N words (a unit that would pass the budget is
 skipped; the first unit is always kept), and written in document order, joined by a space, one
 summary per line. ``--score`` then runs ``fairseq-tpr-score --hyp OUT --ref DATA/SPLIT.ref.txt``
-and prints its table; ``--selected FILE`` writes the chosen unit indices (0-based) per document.
+(``--sentence-split punct`` by default) and prints its table; ``--selected FILE`` writes the chosen unit indices (0-based) per document.
 """
 import argparse
 import json
@@ -74,6 +74,9 @@ def main(argv=None):
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--score", action="store_true", help="score with fairseq-tpr-score against SPLIT.ref.txt")
     p.add_argument("--metrics", default="rouge", help="fairseq-tpr-score --metrics (default rouge)")
+    p.add_argument("--sentence-split", default="punct", choices=["punct", "files2rouge", "none"],
+                   help="fairseq-tpr-score --sentence-split (default punct: the units are joined by spaces, so "
+                        "the summary-level ROUGE-L needs sentence-final punctuation to find sentences)")
     args = p.parse_args(argv)
 
     data = Path(args.data)
@@ -106,7 +109,7 @@ def main(argv=None):
         exe = Path(sys.executable).parent / "fairseq-tpr-score"
         cmd = ([str(exe)] if exe.exists() else [sys.executable, "-m", "fairseq_tpr.cli.score"])
         r = subprocess.run(cmd + ["--hyp", args.out, "--ref", str(data / f"{args.split}.ref.txt"),
-                                  "--metrics", args.metrics])
+                                  "--metrics", args.metrics, "--sentence-split", args.sentence_split])
         return r.returncode
     return 0
 
