@@ -22,13 +22,19 @@ def _bash(*args, env_extra=None, timeout=600):
     return proc
 
 
-@pytest.mark.parametrize("model", ["tp_transformer_d"])
-def test_debian_fixture_preprocess_train_generate_score(tmp_path, model):
-    write_lists(tmp_path / "lists")
-    data = tmp_path / "debian"
-    _bash(REPO / "preprocess/debian.sh", data, "--lists-dir", tmp_path / "lists", "--vocab-size", "60",
+@pytest.fixture(scope="module")
+def debian_fixture(tmp_path_factory):
+    """A Debian-format lists fixture through the real preprocess/debian.sh (built once)."""
+    root = tmp_path_factory.mktemp("debian")
+    write_lists(root / "lists")
+    _bash(REPO / "preprocess/debian.sh", root / "data", "--lists-dir", root / "lists", "--vocab-size", "60",
           "--workers", "1", *PCT)
-    summ = data / "summarization"
+    return root / "data"
+
+
+@pytest.mark.parametrize("model", ["tp_transformer_d"])
+def test_debian_fixture_preprocess_train_generate_score(tmp_path, model, debian_fixture):
+    summ = debian_fixture / "summarization"
     save = tmp_path / model / "checkpoints"
     _bash(REPO / "recipes/summarization/train.sh", model, summ / "data-bin", save,
           "--max-source-positions", "64", "--max-tokens", "512",
@@ -47,3 +53,17 @@ def test_debian_fixture_preprocess_train_generate_score(tmp_path, model):
     assert {s["scorer"] for s in scores["scorers"]} == {"rouge", "rouge-perl"}
     for result in scores["scorers"]:
         assert 0.0 <= result["metrics"]["ROUGE-1"]["f"] <= 100.0
+
+
+def test_debian_fixture_translation_recipe_with_checkpoint_averaging(tmp_path, debian_fixture):
+    data = debian_fixture
+    run = tmp_path / "transformer"
+    proc = _bash(REPO / "recipes/translation/wmt14_en_de.sh", "transformer", data / "en-de", run,
+                 "--batch-size", "1", "--dropout", "0.0",  # several updates per epoch: interval checkpoints
+                 env_extra={"SIZE": "small", "MAX_UPDATE": "4", "SAVE_EVERY": "2", "AVERAGE": "2", "WARMUP": "2",
+                            "UPDATE_FREQ": "1"})
+    assert "averaged 2 checkpoints" in proc.stdout
+    n_test = len((data / "en-de/text/test.de").read_text().splitlines())
+    log = (run / "generate-test.sacrebleu.txt").read_text()
+    assert sum(line.startswith("H-") for line in log.splitlines()) == n_test > 0
+    assert "BLEU" in (run / "bleu.txt").read_text()
