@@ -278,8 +278,10 @@ def test_end_to_end_preprocess_train_extract_score(tmp_path, run_cli, capsys):
     from fairseq_tpr.cli import extractive_table
 
     assert extractive_table.main(["--data", str(data), "--k", "2", "--json", str(tmp_path / "t.json"),
-                                  f"mine={tmp_path / 'ckpt/checkpoint_best.pt'}"]) == 0
+                                  f"mine={tmp_path / 'ckpt/checkpoint_best.pt'}", "lead", "oracle"]) == 0
     table = capsys.readouterr().out
-    row = json.loads((tmp_path / "t.json").read_text())["rows"][0]
+    row, lead, oracle = json.loads((tmp_path / "t.json").read_text())["rows"]
+    assert lead["model"] == "Lead" and "| Lead |" in table and "| Oracle |" in table and "| - | - | - |" in table
+    assert oracle["rouge1"] > lead["rouge1"]  # the topic sentences are units 1 and 4, lead-2 gets only one
     assert row["rouge1"] == pytest.approx(r1, abs=0.006) and row["heads"] == 1 and row["attention"] == "ctree-nuc"
     assert f"| mine | {row['rouge1']:.2f} | {row['rouge2']:.2f} |" in table

@@ -1,7 +1,7 @@
 """The slides' results table for a set of trained ``discourse_synthesizer`` checkpoints.
 
     python -m fairseq_tpr.cli.extractive_table --data DATA [--split test] [--k 3 | --words N]
-        [--metric rouge|rouge-perl] [--sentence-split punct] [NAME=]CHECKPOINT ...
+        [--metric rouge|rouge-perl] [--sentence-split punct] [NAME=]CHECKPOINT|lead|oracle ...
 
 For every checkpoint: extract the summaries of ``--split`` exactly as ``fairseq_tpr.cli.extract``
 does (top ``--k`` units, default 3 sentences / 6 EDUs, or a ``--words`` budget), score them
@@ -10,7 +10,9 @@ its attention), ROUGE-1, ROUGE-2, ROUGE-L (F1, 0-100), heads, attention paramete
 parameters (:meth:`DiscourseSynthesizerModel.parameter_counts`, in millions). ``--metric rouge``
 (default) is ``rouge-score`` with ROUGE-L = ROUGE-Lsum (summary-level); ``--metric rouge-perl`` is
 ROUGE-1.5.5 with files2rouge's settings (the paper-style number). The header names the scorer,
-data, split and selection rule; ``--json OUT`` keeps every number.
+data, split and selection rule; ``--json OUT`` keeps every number. Two entries need no checkpoint:
+``lead`` (the first k units, or the first units within the word budget) and ``oracle`` (the units
+labelled 1 in ``SPLIT.labels.npy``, the training labels), with "-" for heads and parameters.
 """
 import argparse
 import json
@@ -42,6 +44,9 @@ def main(argv=None):
     runs = []
     for item in args.checkpoints:
         name, _, path = item.rpartition("=") if "=" in item else ("", "", item)
+        if path in ("lead", "oracle"):
+            runs.append((name or path.capitalize(), path))
+            continue
         if not Path(path).exists():
             p.error(f"checkpoint {path} does not exist")
         runs.append((name, path))
@@ -56,6 +61,21 @@ def main(argv=None):
     scorer.check()
     rows = []
     for name, path in runs:
+        if path in ("lead", "oracle"):
+            if path == "lead":
+                chosen = [select([-i for i in range(len(t))], t, k=k, words=args.words) for t in texts]
+            else:
+                import numpy as np
+
+                labels, index = np.load(data / f"{args.split}.labels.npy"), np.load(data / f"{args.split}.index.npy")
+                chosen = [np.nonzero(labels[u0:u0 + n])[0].tolist() for u0, n, _, _ in index]
+            hyps = [" ".join(t[i].strip() for i in c) for c, t in zip(chosen, texts)]
+            res = scorer.score(hyps, [refs])
+            L = "ROUGE-L" if args.metric == "rouge-perl" else "ROUGE-Lsum"
+            rows.append({"model": name, "checkpoint": None, "attention": None, "heads": None,
+                         "rouge1": res.headline("ROUGE-1"), "rouge2": res.headline("ROUGE-2"),
+                         "rougeL": res.headline(L), "params_attention": None, "params_total": None})
+            continue
         model, task = load(path, str(data))
         task.load_dataset(args.split)
         scores = unit_scores(model, task.dataset(args.split))
@@ -75,8 +95,9 @@ def main(argv=None):
     print("| Model | ROUGE-1 | ROUGE-2 | ROUGE-L | # Heads | # Params(attn) | # Params |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['model']} | {r['rouge1']:.2f} | {r['rouge2']:.2f} | {r['rougeL']:.2f} | {r['heads']} | "
-              f"{r['params_attention'] / 1e6:.2f}M | {r['params_total'] / 1e6:.2f}M |")
+        params = ("- | - | -" if r["heads"] is None else
+                  f"{r['heads']} | {r['params_attention'] / 1e6:.2f}M | {r['params_total'] / 1e6:.2f}M")
+        print(f"| {r['model']} | {r['rouge1']:.2f} | {r['rouge2']:.2f} | {r['rougeL']:.2f} | {params} |")
     if args.json:
         Path(args.json).write_text(json.dumps({"data": str(data), "split": args.split, "k": k, "words": args.words,
                                                "scorer": res.label, "settings": res.settings, "rows": rows}, indent=1))
