@@ -129,3 +129,32 @@ def test_bad_inputs_give_a_clear_message(tmp_path, capsys, case, message):
     err = capsys.readouterr().err
     assert re.search(message, err), err
     assert not (tmp_path / "test.template").exists()  # checked before any output
+
+
+def test_sparse_batch_scores_equal_bm25s_scores_and_max_df_drops_common_words(tmp_path):
+    from fairseq_tpr.cli.retrieve_templates import TemplateRetriever
+
+    arts, _, _ = _corpus(tmp_path)
+    queries = (tmp_path / "test.source").read_text().splitlines() + ["cat cat zzz-unknown", "qqq"]
+    r = TemplateRetriever(arts, ["s"] * len(arts), show_progress=False)
+    ids = r.tokenize(queries)
+    got = r.scores(ids).toarray()
+    for i, q_ids in enumerate(ids):  # bm25s' own per-query scorer is the oracle
+        want = r.retriever.get_scores_from_ids(q_ids) if q_ids else 0.0
+        assert abs(got[i] - want).max() < 1e-4
+    # --max-df: a word in every article ('n'-noise words are in many) is no longer scored
+    common = TemplateRetriever(arts, ["s"] * len(arts), show_progress=False, max_df=0.2)
+    dropped = ~common.scored_token
+    assert dropped.sum() > 0 and (common.df[dropped] > 0.2 * len(arts)).all()
+    assert (common.df[~dropped] <= 0.2 * len(arts)).all()
+    kept = common.candidates(queries[:3], 2)
+    assert all(len(k) == 2 for k in kept)
+
+
+def test_worker_processes_give_the_same_templates(tmp_path):
+    from fairseq_tpr.cli.retrieve_templates import TemplateRetriever
+
+    arts, _, _ = _corpus(tmp_path)
+    one = TemplateRetriever(arts, ["s"] * len(arts), show_progress=False)
+    two = TemplateRetriever(arts, ["s"] * len(arts), show_progress=False, threads=2)
+    assert one.candidates(arts, 3, train_split=True, chunk=16) == two.candidates(arts, 3, train_split=True, chunk=16)
