@@ -162,6 +162,16 @@ def test_lambda_zero_is_exactly_plain_label_smoothed_ce_and_lambda_adds_eq_23():
     assert torch.equal(log["nll_loss"], log_plain["nll_loss"])
 
 
+def test_flags_reach_model_and_criterion_through_fairseqs_parser():
+    model, task, args = build("sttr_tiny", "--template-mode", "concat", "--tpr", "discrete", "--num-roles", "3",
+                              "--criterion", "label_smoothed_cross_entropy_with_template_mse",
+                              "--template-mse-lambda", "0.5", "--label-smoothing", "0.2")
+    assert isinstance(model.encoder.fusion, TemplateConcatenation)
+    assert model.encoder.source_encoder.layers[0].self_attn_roles.roles.shape[0] == 3
+    criterion = task.build_criterion(args)
+    assert isinstance(criterion, MSECriterion) and criterion.template_mse_lambda == 0.5 and criterion.eps == 0.2
+
+
 def test_shifting_loss_needs_the_attention_mode():
     model, task, _ = build("sttr_tiny", "--template-mode", "concat")
     sample = _sample(task.source_dictionary)
