@@ -203,6 +203,27 @@ def test_every_parameter_gets_a_gradient_and_extra_is_returned_not_stored(arch):
     assert not any(isinstance(v, torch.Tensor) and v.requires_grad for m in model.modules() for v in vars(m).values())
 
 
+def test_discrete_roles_are_returned_and_counted_with_the_right_masks():
+    model, task, args = build("sttr_tiny", "--tpr", "discrete")
+    d = task.source_dictionary
+    sample = _sample(d)
+    _, _, log = _criterion(task, template_mse_lambda=1.0, role_onehot_threshold=0.0)(model, sample)
+    _, extra = model(**sample["net_input"])
+    roles = extra["role_attn"]
+    assert len(roles) == 2 * 2 + 2 * 2  # source + template encoder self-attention, decoder self + cross
+    assert not any(m._forward_hooks for m in model.modules())
+    ni = sample["net_input"]
+    want = 0
+    for name, dist in roles.items():
+        mask = (ni["template_tokens"] if ".template_encoder." in name else
+                ni["src_tokens"] if name.startswith("encoder.") else sample["target"]).ne(d.pad())
+        assert dist.shape[:2] == mask.t().shape and dist.shape[2:] == (4, 8)
+        want += int(mask.sum()) * 4
+    assert log["role_dists"] == want and log["role_onehot_n"] == want  # threshold 0: every max counts
+    _, _, plain = _criterion(task, template_mse_lambda=1.0)(build("sttr_tiny")[0], sample)
+    assert "role_dists" not in plain
+
+
 def test_paper_preset_sizes():
     model, _, args = build("sttr_gigaword")
     assert (args.encoder_layers, args.decoder_layers, args.encoder_embed_dim, args.encoder_attention_heads,

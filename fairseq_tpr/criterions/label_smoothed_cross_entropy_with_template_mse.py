@@ -20,7 +20,8 @@ embeddings ``E_t``; nothing is detached.
 
 Logged: ``loss`` (the total, base 2 like fairseq's), ``nll_loss``, ``template_mse`` (mean
 ``L_mse`` per sentence) and ``template_sim`` (Table IV / Eq. 26: the cosine between the two
-means, mapped from [-1, 1] to [0, 1], mean per sentence).
+means, mapped from [-1, 1] to [0, 1], mean per sentence); with ``--tpr discrete`` also
+``role_onehot`` (as ``label_smoothed_cross_entropy_with_roles``).
 """
 from dataclasses import dataclass, field
 
@@ -34,6 +35,7 @@ from fairseq.criterions.label_smoothed_cross_entropy import (
 from fairseq.logging import metrics
 
 from ..modules.template_fusion import masked_mean, shifting_loss
+from .label_smoothed_cross_entropy_with_roles import role_onehot_counts
 
 
 @dataclass
@@ -41,17 +43,22 @@ class LabelSmoothedCrossEntropyWithTemplateMSEConfig(LabelSmoothedCrossEntropyCr
     template_mse_lambda: float = field(
         default=1.0, metadata={"help": "weight of STTR's shifting loss (Eq. 23); 0 = cross-entropy only"}
     )
+    role_onehot_threshold: float = field(
+        default=0.98, metadata={"help": "with --tpr discrete: a role distribution counts as one-hot when its "
+                                        "maximum exceeds this (logged as role_onehot)"}
+    )
 
 
 @register_criterion("label_smoothed_cross_entropy_with_template_mse",
                     dataclass=LabelSmoothedCrossEntropyWithTemplateMSEConfig)
 class LabelSmoothedCrossEntropyWithTemplateMSECriterion(LabelSmoothedCrossEntropyCriterion):
     def __init__(self, task, sentence_avg, label_smoothing, ignore_prefix_size=0, report_accuracy=False,
-                 template_mse_lambda=1.0):
+                 template_mse_lambda=1.0, role_onehot_threshold=0.98):
         super().__init__(task, sentence_avg, label_smoothing, ignore_prefix_size, report_accuracy)
         if template_mse_lambda < 0:
             raise ValueError(f"--template-mse-lambda must be >= 0 (got {template_mse_lambda})")
         self.template_mse_lambda = template_mse_lambda
+        self.role_onehot_threshold = role_onehot_threshold
 
     def forward(self, model, sample, reduce=True):
         net_output = model(**sample["net_input"])
@@ -73,6 +80,9 @@ class LabelSmoothedCrossEntropyWithTemplateMSECriterion(LabelSmoothedCrossEntrop
             logging_output["template_mse"] = mse.sum().data
             logging_output["template_sim"] = sim.sum().data
             logging_output["template_n"] = nsentences
+        role_attn = net_output[1].get("role_attn") if isinstance(net_output[1], dict) else None
+        if role_attn:  # --tpr discrete: how one-hot the role distributions are (Jiang et al. Sec. 5)
+            logging_output["role_onehot_n"], logging_output["role_dists"] = self.role_counts(role_attn, sample)
         logging_output["loss"] = loss.data
         if self.report_accuracy:
             n_correct, total = self.compute_accuracy(model, net_output, sample)
@@ -103,9 +113,28 @@ class LabelSmoothedCrossEntropyWithTemplateMSECriterion(LabelSmoothedCrossEntrop
                                       dim=-1)
         return mse, (cos + 1) / 2
 
+    def role_counts(self, role_attn, sample):
+        """(distributions with max > ``--role-onehot-threshold``, distributions), padding excluded:
+        template-encoder bindings are masked with the template, other encoder bindings with the
+        source, decoder bindings with the target."""
+        net_input = sample["net_input"]
+        template = {k: v for k, v in role_attn.items() if k.startswith("encoder.template_encoder.")}
+        rest = {k: v for k, v in role_attn.items() if k not in template}
+        target_mask = sample["target"].ne(self.padding_idx)
+        with torch.no_grad():
+            n1, t1 = role_onehot_counts(rest, net_input["src_tokens"].ne(self.padding_idx), target_mask,
+                                        self.role_onehot_threshold)
+            n2, t2 = (role_onehot_counts(template, net_input["template_tokens"].ne(self.padding_idx), target_mask,
+                                         self.role_onehot_threshold) if template else (0, 0))
+        return n1 + n2, t1 + t2
+
     @classmethod
     def reduce_metrics(cls, logging_outputs) -> None:
         super().reduce_metrics(logging_outputs)
+        dists = sum(log.get("role_dists", 0) for log in logging_outputs)
+        if dists > 0:
+            onehot = sum(log.get("role_onehot_n", 0) for log in logging_outputs)
+            metrics.log_scalar("role_onehot", onehot / dists, dists, round=4)
         n = sum(log.get("template_n", 0) for log in logging_outputs)
         if n > 0:
             mse = sum(float(log.get("template_mse", 0)) for log in logging_outputs)

@@ -26,8 +26,10 @@ incremental decoding and beam search are fairseq's; the encoder output is fairse
 :meth:`STTRModel.forward` returns, in the decoder's ``extra`` dict, ``template_aware`` and
 ``template_aware_padding_mask`` (lists holding one tensor; empty without the attention mode):
 the criterion computes the shifting loss of Eq. 23 from them and from
-:meth:`STTRModel.target_embeddings`. Nothing is kept on ``self``.
+:meth:`STTRModel.target_embeddings`. With ``--tpr discrete`` it also returns ``role_attn`` (the
+role distributions of every binding, as ``tp_transformer_d``). Nothing is kept on ``self``.
 """
+from functools import partial
 from typing import Dict, List, Optional
 
 import torch
@@ -35,8 +37,10 @@ from fairseq.models import FairseqEncoder, register_model, register_model_archit
 from fairseq.models.transformer import TransformerDecoder, TransformerEncoder, TransformerModel, base_architecture
 from torch import Tensor
 
+from ..modules.role_dictionary import DiscreteRoleBinding
 from ..modules.template_fusion import TemplateAwareAttention, TemplateConcatenation
 from ..modules.tp_layers import RoleDecoderLayer, RoleEncoderLayer
+from .tp_transformer_d import _keep_role_attn
 from .tpr_transformer_base import TPRTransformerDecoder, TPRTransformerEncoder, default_sizes
 
 TEMPLATE_MODES = ("none", "concat", "attention")
@@ -198,12 +202,25 @@ class STTRModel(TransformerModel):
                 alignment_layer: Optional[int] = None, alignment_heads: Optional[int] = None):
         """As fairseq's, with the template (``B x T``) as extra input; the decoder's ``extra`` dict
         gains ``template_aware`` (``[H_ts]``, ``S x B x C``) and ``template_aware_padding_mask``
-        (``[B x S]``), both empty lists unless ``--template-mode attention``."""
-        encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, template_tokens=template_tokens,
-                                   template_lengths=template_lengths, return_all_hiddens=return_all_hiddens)
-        x, extra = self.decoder(prev_output_tokens, encoder_out=encoder_out, features_only=features_only,
-                                alignment_layer=alignment_layer, alignment_heads=alignment_heads,
-                                src_lengths=src_lengths, return_all_hiddens=return_all_hiddens)
+        (``[B x S]``), both empty lists unless ``--template-mode attention``, and with
+        ``--tpr discrete`` ``role_attn``: binding name (``encoder.source_encoder.layers.0.self_attn_roles``,
+        ``encoder.template_encoder...``, ``decoder...``) -> role distributions ``T x B x H x N_r`` (fp32)."""
+        role_attn: Dict[str, Tensor] = {}
+        handles = [  # --tpr discrete: the role distributions, kept only for this call (as tp_transformer_d)
+            module.register_forward_hook(partial(_keep_role_attn, role_attn, name))
+            for name, module in self.named_modules() if isinstance(module, DiscreteRoleBinding)
+        ]
+        try:
+            encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, template_tokens=template_tokens,
+                                       template_lengths=template_lengths, return_all_hiddens=return_all_hiddens)
+            x, extra = self.decoder(prev_output_tokens, encoder_out=encoder_out, features_only=features_only,
+                                    alignment_layer=alignment_layer, alignment_heads=alignment_heads,
+                                    src_lengths=src_lengths, return_all_hiddens=return_all_hiddens)
+        finally:
+            for handle in handles:
+                handle.remove()
+        if role_attn:
+            extra["role_attn"] = role_attn
         extra["template_aware"] = encoder_out.get("template_aware", [])
         extra["template_aware_padding_mask"] = encoder_out.get("template_aware_padding_mask", [])
         return x, extra
