@@ -39,7 +39,6 @@ labels and a right-branching tree are cut; RST trees cannot be cut).
 """
 import argparse
 import json
-import re
 import sys
 import zlib
 from collections import Counter
