@@ -35,5 +35,7 @@ setup(
         "fairseq-tpr-caption-score = fairseq_tpr.cli.caption_score:main",
         "fairseq-tpr-unbinding = fairseq_tpr.cli.unbinding:main",
         "fairseq-tpr-pos-tagger = fairseq_tpr.cli.pos_tagger:main",
+        "fairseq-tpr-extract = fairseq_tpr.cli.extract:main",
+        "fairseq-tpr-extractive-table = fairseq_tpr.cli.extractive_table:main",
     ]},
 )
