@@ -32,7 +32,6 @@ role distributions of every binding, as ``tp_transformer_d``). Nothing is kept o
 from functools import partial
 from typing import Dict, List, Optional
 
-import torch
 from fairseq.models import FairseqEncoder, register_model, register_model_architecture
 from fairseq.models.transformer import TransformerDecoder, TransformerEncoder, TransformerModel, base_architecture
 from torch import Tensor

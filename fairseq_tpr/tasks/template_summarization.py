@@ -18,7 +18,6 @@ marker, template tokens) and :meth:`TemplateSummarizationTask.inference_step` sp
 again before the model sees them, so the printed ``S-`` line shows document and template
 one after the other.
 """
-import logging
 import os
 from dataclasses import dataclass, field
 from typing import List, Optional
@@ -30,8 +29,6 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from ..data.template_pair_dataset import TemplateDataError, TemplatePairDataset, check_templates
-
-logger = logging.getLogger(__name__)
 
 TEMPLATE_LANG = "template"
 
