@@ -36,6 +36,7 @@ setup(
         "fairseq-tpr-unbinding = fairseq_tpr.cli.unbinding:main",
         "fairseq-tpr-pos-tagger = fairseq_tpr.cli.pos_tagger:main",
         "fairseq-tpr-extract = fairseq_tpr.cli.extract:main",
+        "fairseq-tpr-retrieve-templates = fairseq_tpr.cli.retrieve_templates:main",
         "fairseq-tpr-extractive-table = fairseq_tpr.cli.extractive_table:main",
     ]},
 )
