@@ -8,9 +8,5 @@
 # docs/data.md describes the layouts and the output).
 set -euo pipefail
 
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-python="${PYTHON:-$repo/.venv/bin/python}"
-[[ -x "$python" ]] || python="$(command -v python3)"
-export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
-export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
+source "$(dirname "${BASH_SOURCE[0]}")/_python.sh"
 exec "$python" -m fairseq_tpr.data.corpora.prepare arxiv "$@"

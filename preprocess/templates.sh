@@ -12,10 +12,6 @@ if [[ $# -lt 4 ]]; then
     echo "usage: $0 RAW_DIR DATA_BIN SRC TGT [SPLITS]" >&2
     exit 2
 fi
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-python="${PYTHON:-$repo/.venv/bin/python}"
-[[ -x "$python" ]] || python="$(command -v python3)"
-export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
-export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
+source "$(dirname "${BASH_SOURCE[0]}")/_python.sh"
 exec "$python" -m fairseq_tpr.data.template_binarize "$1" "$2" --source-lang "$3" --target-lang "$4" \
     --splits "${5:-train,valid,test}"
