@@ -6,7 +6,8 @@
 # DATA_BIN comes from preprocess/<corpus>.sh (languages source/target, joined dictionary).
 # Models: transformer -> --arch transformer_tp_d (fairseq's Transformer, pre-LN), tp_transformer ->
 # --arch tp_transformer (continuous roles), tp_transformer_d -> --arch tp_transformer_d (N_r 50,
-# d_r 64); all 6+6 layers, 8 heads, d 512, d_ff 2048, dropout 0.1, shared embeddings.
+# d_r 64); all 6+6 layers, 8 heads, d 512, d_ff 2048, dropout 0.1, source/target/output
+# embeddings shared (--share-all-embeddings: the preprocess scripts build a joined dictionary).
 # Optimiser: Adafactor (scale-parameter on, no momentum, clip threshold 1.0, decay -0.8) with the
 # inverse-square-root schedule lr = 0.01 for WARMUP updates, then 0.01 * sqrt(WARMUP / step)
 # (T5's 1/sqrt(max(step, 10^4))); label smoothing 0.1.
@@ -39,7 +40,7 @@ fi
 mkdir -p "$save"
 export PYTHONUNBUFFERED=1
 fairseq-train "$data" --user-dir "$ROOT/fairseq_tpr" --task translation --source-lang source --target-lang target \
-    --arch "$arch" "${size_args[@]}" --dropout 0.1 \
+    --arch "$arch" "${size_args[@]}" --share-all-embeddings --dropout 0.1 \
     --criterion label_smoothed_cross_entropy_with_roles --label-smoothing 0.1 --report-accuracy \
     "${opt[@]}" \
     --max-tokens "${MAX_TOKENS:-4096}" --update-freq "${UPDATE_FREQ:-1}" --required-batch-size-multiple 1 \
