@@ -82,15 +82,9 @@ def purity(groups: List[np.ndarray], labels: List[List[str]]) -> Dict:
 def read_token_labels(path: str, dump, side: str) -> List[List[str]]:
     """Token labels (the probe's ``token`` format, one line per example of the split) for the
     examples of ``dump``, with ``-`` at the final ``</s>``; checked against the dump's tokens."""
-    from .probe import read_labels
+    from .probe import read_label_lines, read_labels
 
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().split("\n")
-    except OSError as e:
-        raise AnalysisError(f"cannot read label file {path}: {e}")
-    if lines and lines[-1] == "":
-        lines = lines[:-1]
+    lines = read_label_lines(path)
     if dump.ids and max(dump.ids) >= len(lines):
         raise AnalysisError(f"{path} has {len(lines)} lines but the dump holds example id {max(dump.ids)} of the "
                             "split: the label file needs one line per example of the split that was dumped")

@@ -62,13 +62,9 @@ class Example:
 
 
 # --------------------------------------------------------------------------- label files
-def read_labels(path: str, fmt: str, lengths: Sequence[int], tokens_of: Optional[Callable[[int], List[str]]] = None,
-                what: str = "tokens") -> List[Example]:
-    """Parse a label file against the token counts of the split (``lengths[i]``: tokens of
-    example i without ``</s>``; ``tokens_of(i)`` its symbols, shown in messages). Raises
-    :class:`AnalysisError` naming file, line and counts."""
-    if fmt not in ("token", "span"):
-        raise AnalysisError(f"--label-format must be token or span (got {fmt!r})")
+def read_label_lines(path: str) -> List[str]:
+    """The lines of a label file (split on ``\\n`` only, a final newline dropped), or an
+    :class:`AnalysisError` naming the file."""
     try:
         with open(path, encoding="utf-8") as f:
             lines = f.read().split("\n")
@@ -76,6 +72,17 @@ def read_labels(path: str, fmt: str, lengths: Sequence[int], tokens_of: Optional
         raise AnalysisError(f"cannot read label file {path}: {e}")
     if lines and lines[-1] == "":
         lines = lines[:-1]
+    return lines
+
+
+def read_labels(path: str, fmt: str, lengths: Sequence[int], tokens_of: Optional[Callable[[int], List[str]]] = None,
+                what: str = "tokens") -> List[Example]:
+    """Parse a label file against the token counts of the split (``lengths[i]``: tokens of
+    example i without ``</s>``; ``tokens_of(i)`` its symbols, shown in messages). Raises
+    :class:`AnalysisError` naming file, line and counts."""
+    if fmt not in ("token", "span"):
+        raise AnalysisError(f"--label-format must be token or span (got {fmt!r})")
+    lines = read_label_lines(path)
     if len(lines) != len(lengths):
         raise AnalysisError(
             f"{path} has {len(lines)} lines but the split has {len(lengths)} examples: the label file needs one line "
