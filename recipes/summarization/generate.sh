@@ -34,15 +34,14 @@ fi
 score_args=()
 [[ "$corpus" == lcsts ]] && score_args=(--char)
 [[ -n "${METRICS:-}" ]] && score_args+=(--metrics "$METRICS")
-cuda=()
-python -c "import torch,sys; sys.exit(not torch.cuda.is_available())" || cuda=(--cpu)
+source "$ROOT/recipes/_device.sh"
 
 mkdir -p "$out"
 n=$(wc -l < "$ref")
 fairseq-generate "$data/data-bin" --user-dir "$ROOT/fairseq_tpr" --task translation \
     --source-lang source --target-lang target --gen-subset "$subset" --path "$ckpt" \
     "${gen_args[@]}" "${bpe[@]}" --scoring rouge --truncate-source \
-    --batch-size "${BATCH:-32}" --required-batch-size-multiple 1 "${cuda[@]}" "$@" > "$out/generate-$subset.txt"
+    --batch-size "${BATCH:-32}" --required-batch-size-multiple 1 "${gen_device[@]}" "$@" > "$out/generate-$subset.txt"
 grep -P '^D-\d+\t' "$out/generate-$subset.txt" | sed 's/^D-//' | sort -n -k1,1 | cut -f3- > "$out/$subset.hyp"
 got=$(wc -l < "$out/$subset.hyp")
 if [[ "$got" != "$n" ]]; then

@@ -31,12 +31,7 @@ case "${OPTIMIZER:-adafactor}" in
                --lr-scheduler inverse_sqrt --warmup-updates "${WARMUP:-10000}" --warmup-init-lr 1e-7) ;;
     *) echo "error: OPTIMIZER must be adafactor or adam" >&2; exit 2 ;;
 esac
-device=()
-if python -c "import torch,sys; sys.exit(not torch.cuda.is_available())"; then
-    [[ "${FP16:-1}" == 1 ]] && device=(--fp16)
-else
-    device=(--cpu --num-workers 0)
-fi
+source "$ROOT/recipes/_device.sh"
 mkdir -p "$save"
 export PYTHONUNBUFFERED=1
 fairseq-train "$data" --user-dir "$ROOT/fairseq_tpr" --task translation --source-lang source --target-lang target \
@@ -47,6 +42,6 @@ fairseq-train "$data" --user-dir "$ROOT/fairseq_tpr" --task translation --source
     --max-update "${MAX_UPDATE:-200000}" --truncate-source --skip-invalid-size-inputs-valid-test \
     --validate-interval-updates "${VALID_EVERY:-2000}" --save-interval-updates "${VALID_EVERY:-2000}" \
     --keep-interval-updates 2 --no-epoch-checkpoints --seed "${SEED:-1}" \
-    --save-dir "$save" "${device[@]}" --log-format simple --log-interval 50 "$@" 2>&1 | tee "$save/train.log" \
+    --save-dir "$save" "${train_device[@]}" --log-format simple --log-interval 50 "$@" 2>&1 | tee "$save/train.log" \
     | grep --line-buffered -E "train_inner|valid on|done training|Error|error" \
     | sed -u -E 's/^[0-9-]+ ([0-9:]+) \| INFO \| /  \1 /'

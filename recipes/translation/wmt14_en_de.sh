@@ -24,12 +24,7 @@ TRANSLATION=1 source "$ROOT/recipes/summarization/_models.sh"
 TRANSLATION=1 set_model "$model" "${SIZE:-paper}"
 bin="$data/data-bin"
 [[ -f "$bin/dict.en.txt" ]] || { echo "error: $bin/dict.en.txt not found: build DATA_DIR with preprocess/wmt14_en_de.sh" >&2; exit 1; }
-device=() gen_device=()
-if python -c "import torch,sys; sys.exit(not torch.cuda.is_available())"; then
-    [[ "${FP16:-1}" == 1 ]] && device=(--fp16)
-else
-    device=(--cpu --num-workers 0) gen_device=(--cpu)
-fi
+source "$ROOT/recipes/_device.sh"
 save="$run/checkpoints"
 mkdir -p "$save"
 export PYTHONUNBUFFERED=1
@@ -42,7 +37,7 @@ fairseq-train "$bin" --user-dir "$ROOT/fairseq_tpr" --task translation --source-
     --max-tokens "${MAX_TOKENS:-4096}" --update-freq "${UPDATE_FREQ:-8}" --required-batch-size-multiple 1 \
     --max-update "${MAX_UPDATE:-500000}" --save-interval-updates "${SAVE_EVERY:-5000}" \
     --validate-interval-updates "${SAVE_EVERY:-5000}" --keep-interval-updates "${AVERAGE:-5}" --no-epoch-checkpoints \
-    --seed "${SEED:-1}" --save-dir "$save" "${device[@]}" --log-format simple --log-interval 100 "$@" 2>&1 \
+    --seed "${SEED:-1}" --save-dir "$save" "${train_device[@]}" --log-format simple --log-interval 100 "$@" 2>&1 \
     | tee "$save/train.log" | grep --line-buffered -E "train_inner|valid on|done training|Error|error"
 
 n_ckpt=$(ls "$save" | grep -cE '^checkpoint_[0-9]+_[0-9]+\.pt$' || true)
