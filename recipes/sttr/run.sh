@@ -13,9 +13,10 @@
 # (--task template_summarization), and RUN_DIR/results.md. Environment: VARIANTS ("transformer
 # attention sttr"; sttr_random is added when sttr is trained), RETRIEVE_ARGS (e.g. "--top-k 5
 # --max-df 0.05 --threads 16" for Gigaword), RETRIEVE_ON, and train.sh's ARCH, TPR, LAMBDA, LR,
-# WARMUP, MAX_TOKENS, MAX_UPDATE, VALID_EVERY; GEN_ARGS (extra fairseq-generate args).
+# WARMUP, MAX_TOKENS, MAX_UPDATE, VALID_EVERY; TRAIN_ARGS (extra fairseq-train args); GEN_ARGS (extra
+# fairseq-generate args).
 set -euo pipefail
-if [[ $# -lt 3 ]]; then sed -n '2,17p' "$0" >&2; exit 2; fi
+if [[ $# -lt 3 ]]; then sed -n '2,18p' "$0" >&2; exit 2; fi
 corpus=$1 src=$2 run=$3
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 src=$(cd "$src" && pwd)
@@ -50,10 +51,11 @@ if [[ " $variants " == *" sttr "* && ! -f "$run/data_random/data-bin/test.source
     bash "$ROOT/preprocess/templates.sh" "$run/data_random/templates" "$run/data_random/data-bin" source target test
 fi
 read -r -a gen_extra <<< "${GEN_ARGS:-}"
+read -r -a train_extra <<< "${TRAIN_ARGS:-}"
 rows=()
 for v in $variants; do
     echo "== $v: training"
-    bash "$ROOT/recipes/sttr/train.sh" "$v" "$run/data/data-bin" "$run/$v/checkpoints"
+    bash "$ROOT/recipes/sttr/train.sh" "$v" "$run/data/data-bin" "$run/$v/checkpoints" "${train_extra[@]}"
     echo "== $v: decoding the test set"
     bash "$ROOT/recipes/summarization/generate.sh" "$corpus" "$run/data" "$run/$v/checkpoints/checkpoint_best.pt" \
         "$run/$v/eval" --task template_summarization "${gen_extra[@]}"
