@@ -11,7 +11,10 @@ whitespace-split, ``</s>`` appended) and writes ``DATA_BIN/{split}.{src}-{tgt}.t
 exactly as many lines as the binarized source ``DATA_BIN/{split}.{src}-{tgt}.{src}`` (both counts
 and both paths in the message), and no line is empty (file and line in the message). Splits
 without a binarized source are skipped with a note. Externally retrieved templates (e.g. BiSET's
-Gigaword ``*.template`` files) go through the same command after the same BPE as the sources.
+Gigaword ``*.template`` files) are taken as they are with ``--encode-like CORPUS_OUT``: each line
+is normalised and encoded with the subword step recorded in ``CORPUS_OUT/summary.json`` (the
+output directory of ``preprocess/<corpus>.sh``) before the lookup; without it the files must
+already be encoded like the sources.
 """
 import argparse
 import os
@@ -20,7 +23,8 @@ from pathlib import Path
 
 from fairseq.data import Dictionary, indexed_dataset
 
-from .corpora.rawio import CorpusError, read_lines
+from .corpora.prepare import encode_all, encoder_of_build
+from .corpora.rawio import CorpusError, normalise, read_lines
 from .template_pair_dataset import TemplateDataError
 
 
@@ -65,6 +69,9 @@ def main(argv=None):
     p.add_argument("--source-lang", "-s", required=True)
     p.add_argument("--target-lang", "-t", required=True)
     p.add_argument("--splits", default="train,valid,test")
+    p.add_argument("--encode-like", metavar="CORPUS_OUT",
+                   help="templates are plain text (e.g. BiSET's released files): normalise and encode them with the "
+                        "subword step of this preprocess/<corpus>.sh output first")
     args = p.parse_args(argv)
     src, tgt = args.source_lang, args.target_lang
     dict_path = Path(args.data_bin) / f"dict.{src}.txt"
@@ -72,6 +79,7 @@ def main(argv=None):
         if not dict_path.is_file():
             raise CorpusError(f"{dict_path} is missing: run fairseq-preprocess for the source/target pair first")
         dictionary = Dictionary.load(str(dict_path))
+        encode = encoder_of_build(args.encode_like) if args.encode_like else None
         todo = []
         for split in args.splits.split(","):
             n_src, src_prefix = source_count(args.data_bin, split, src, tgt)
@@ -81,6 +89,8 @@ def main(argv=None):
             path = Path(args.raw_dir) / f"{split}.template"
             lines = read_lines(path)
             check_template_lines(lines, path, n_src, src_prefix + ".bin")
+            if encode is not None:
+                lines = encode_all(encode, [normalise(line) for line in lines])
             todo.append((split, lines))
         if not todo:
             raise CorpusError(f"no split of {args.splits} has a binarized source in {args.data_bin}")

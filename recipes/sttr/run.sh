@@ -13,10 +13,11 @@
 # (--task template_summarization), and RUN_DIR/results.md. Environment: VARIANTS ("transformer
 # attention sttr"; sttr_random is added when sttr is trained), RETRIEVE_ARGS (e.g. "--top-k 5
 # --max-df 0.05 --threads 16" for Gigaword), RETRIEVE_ON, and train.sh's ARCH, TPR, LAMBDA, LR,
-# WARMUP, MAX_TOKENS, MAX_UPDATE, VALID_EVERY; TRAIN_ARGS (extra fairseq-train args); GEN_ARGS (extra
+# WARMUP, MAX_TOKENS, MAX_UPDATE, VALID_EVERY; TEMPLATES=DIR to use externally retrieved plain-text
+# templates DIR/{train,valid,test}.template (BiSET's Gigaword files) instead of retrieving; TRAIN_ARGS (extra fairseq-train args); GEN_ARGS (extra
 # fairseq-generate args).
 set -euo pipefail
-if [[ $# -lt 3 ]]; then sed -n '2,18p' "$0" >&2; exit 2; fi
+if [[ $# -lt 3 ]]; then sed -n '2,19p' "$0" >&2; exit 2; fi
 corpus=$1 src=$2 run=$3
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 src=$(cd "$src" && pwd)
@@ -34,7 +35,12 @@ link_data() {  # link_data DEST: data-bin of symlinks to the corpus, plus spm.mo
     [[ -f "$src/spm.model" ]] && ln -sf "$src/spm.model" "$1/spm.model"
     return 0
 }
-if [[ ! -f "$run/data/data-bin/test.source-target.template.bin" ]]; then
+if [[ -n "${TEMPLATES:-}" && ! -f "$run/data/data-bin/test.source-target.template.bin" ]]; then
+    echo "== external templates from $TEMPLATES (encoded like $src)"
+    link_data "$run/data"
+    bash "$ROOT/preprocess/templates.sh" "$TEMPLATES" "$run/data/data-bin" source target train,valid,test \
+        --encode-like "$src"
+elif [[ ! -f "$run/data/data-bin/test.source-target.template.bin" ]]; then
     echo "== retrieving templates ($on/, ${RETRIEVE_ARGS:-default flags})"
     link_data "$run/data"
     PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$python" -m fairseq_tpr.cli.retrieve_templates "$src/$on" \

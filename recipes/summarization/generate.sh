@@ -28,6 +28,8 @@ if [[ -n "${BPE_ARGS:-}" ]]; then
     [[ "$BPE_ARGS" == none ]] && bpe=() || read -r -a bpe <<< "$BPE_ARGS"
 elif [[ -f "$data/spm.model" ]]; then
     bpe=(--bpe sentencepiece --sentencepiece-model "$data/spm.model")
+elif [[ "$corpus" == lcsts ]]; then
+    bpe=(--post-process sentencepiece)  # characters (preprocess/lcsts.sh --bpe char): join them, '▁' -> ' '
 else
     bpe=()
 fi

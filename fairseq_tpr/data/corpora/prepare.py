@@ -169,28 +169,55 @@ def train_sentencepiece(lines, out, vocab_size, model_type, max_sentences, worke
 
 
 def make_encoder(args, out, train_lines):
-    """A function ``list[str] -> list[str]`` for the chosen subword step."""
+    """A function ``list[str] -> list[str]`` for the chosen subword step (sentencepiece is trained here)."""
+    spm_model = None
     if args.bpe == "sentencepiece":
+        spm_model = train_sentencepiece(train_lines, out, args.vocab_size, args.spm_model_type,
+                                        args.spm_sentences, args.workers)
+    return subword_encoder(args.bpe, spm_model, args.bpe_codes, args.workers)
+
+
+def subword_encoder(bpe, spm_model=None, bpe_codes=None, workers=1):
+    """``list[str] -> list[str]`` applying an existing subword model: ``bpe`` is one of
+    sentencepiece (``spm_model``), fastbpe / subword_nmt (``bpe_codes``), char, none."""
+    if bpe == "sentencepiece":
         import sentencepiece as spm
 
-        model = train_sentencepiece(train_lines, out, args.vocab_size, args.spm_model_type,
-                                    args.spm_sentences, args.workers)
-        sp = spm.SentencePieceProcessor(model_file=str(model))
-        return lambda lines: [" ".join(p) for p in sp.encode(lines, out_type=str, num_threads=args.workers)]
-    if args.bpe == "fastbpe":
+        sp = spm.SentencePieceProcessor(model_file=str(spm_model))
+        return lambda lines: [" ".join(p) for p in sp.encode(lines, out_type=str, num_threads=workers)]
+    if bpe == "fastbpe":
         import fastBPE
 
-        bpe = fastBPE.fastBPE(str(args.bpe_codes))
-        return lambda lines: bpe.apply(lines)
-    if args.bpe == "subword_nmt":
+        codes = fastBPE.fastBPE(str(bpe_codes))
+        return lambda lines: codes.apply(lines)
+    if bpe == "subword_nmt":
         from subword_nmt.apply_bpe import BPE
 
-        with open(args.bpe_codes, encoding="utf-8") as f:
-            bpe = BPE(f)
-        return lambda lines: [bpe.process_line(line) for line in lines]
-    if args.bpe == "char":
+        with open(bpe_codes, encoding="utf-8") as f:
+            codes = BPE(f)
+        return lambda lines: [codes.process_line(line) for line in lines]
+    if bpe == "char":
         return lambda lines: [chars(line) for line in lines]
     return lambda lines: list(lines)
+
+
+def encoder_of_build(out):
+    """The subword step an earlier build wrote to OUT (read from ``OUT/summary.json``), so that
+    outside text (e.g. externally retrieved STTR templates) is encoded exactly like the corpus.
+    Text must be :func:`~.rawio.normalise`'d first, as the build did."""
+    out = Path(out)
+    summary_path = out / "summary.json"
+    if not summary_path.is_file():
+        raise CorpusError(f"{summary_path} is missing: OUT must be the output directory of a preprocess/<corpus>.sh "
+                          f"run (it records the subword step)")
+    summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    bpe, codes = summary.get("bpe", "none"), summary.get("bpe_codes")
+    if bpe == "sentencepiece" and not (out / "spm.model").is_file():
+        raise CorpusError(f"{out / 'spm.model'} is missing (the build used sentencepiece)")
+    if bpe in ("fastbpe", "subword_nmt") and not (codes and Path(codes).is_file()):
+        raise CorpusError(f"the BPE codes the build used ({codes}) are not found: run from the directory the build "
+                          f"was run from, or rebuild")
+    return subword_encoder(bpe, out / "spm.model", codes)
 
 
 def encode_all(encode, lines, chunk=20000):
