@@ -186,25 +186,34 @@ def run_cli(workdir, cli_args):
     return cmd, wall, usage.ru_maxrss / 2 ** 20
 
 
+def _cpu():
+    """CPU seconds of this process and its reaped children (the --threads workers)."""
+    me, ch = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + ch.ru_utime + ch.ru_stime
+
+
+def _timed(retriever, queries, train_split):
+    t0, c0 = time.perf_counter(), _cpu()
+    retriever.candidates(queries, 1, train_split=train_split)
+    return time.perf_counter() - t0, _cpu() - c0
+
+
 def measure(retriever, queries, train_split, max_n, max_seconds):
-    """Queries/s of ``retriever.candidates`` (top-1) on ``queries[:n]``, ``n <= max_n`` cut to fit
-    ``max_seconds`` after a 512-query probe. The slice starts at 0, so for the train split query
-    ``i`` is training article ``i``, as in a real run."""
+    """Wall and CPU seconds of ``retriever.candidates`` (top-1) on ``queries[:n]``, ``n <= max_n``
+    cut to fit ``max_seconds`` after a 512-query probe. The slice starts at 0, so for the train
+    split query ``i`` is training article ``i``, as in a real run."""
     n = min(max_n, len(queries))
     probe = min(512, n)
-    t0 = time.perf_counter()
-    retriever.candidates(queries[:probe], 1, train_split=train_split)
-    dt = time.perf_counter() - t0
+    dt, cpu = _timed(retriever, queries[:probe], train_split)
     if probe == n:
-        return n, dt
+        return n, dt, cpu
     # with --threads the probe (one chunk) ran in-process: assume the threads help fully
     fit = int(max_seconds * probe / dt * max(1, retriever.threads))
     n = max(probe, min(n, fit))
     if n == probe:
-        return n, dt
-    t0 = time.perf_counter()
-    retriever.candidates(queries[:n], 1, train_split=train_split)
-    return n, time.perf_counter() - t0
+        return n, dt, cpu
+    dt, cpu = _timed(retriever, queries[:n], train_split)
+    return n, dt, cpu
 
 
 def main(argv=None):
@@ -257,9 +266,9 @@ def main(argv=None):
     evals = {s: read_lines(workdir / f"{s}.source") for s in ("valid", "test")}
     res["read_s"] = time.perf_counter() - t0
     rss_read = _rss_gib()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu()
     retriever = TemplateRetriever(articles, summaries, threads=0, show_progress=False, max_df=1.0)
-    res["index"] = {"s": time.perf_counter() - t0, "rss_before_gib": rss0, "rss_corpus_gib": rss_read,
+    res["index"] = {"s": time.perf_counter() - t0, "cpu_s": _cpu() - c0, "rss_before_gib": rss0, "rss_corpus_gib": rss_read,
                     "rss_after_gib": _rss_gib(), "peak_rss_gib": _maxrss_gib(),
                     "postings": int(retriever.term_doc.nnz), "types": int(retriever.term_doc.shape[0])}
     res["load"]["after index"] = _load()
@@ -273,11 +282,12 @@ def main(argv=None):
         for split, qs, is_train, max_n in (("train", articles, True, args.queries),
                                            ("valid", evals["valid"], False, len(evals["valid"])),
                                            ("test", evals["test"], False, len(evals["test"]))):
-            n, dt = measure(retriever, qs, is_train, max_n, args.max_seconds)
+            n, dt, cpu = measure(retriever, qs, is_train, max_n, args.max_seconds)
             run = {"setting": name, "flags": flags, "split": split, "queries": n, "s": dt, "qps": n / dt,
-                   "load": _load()}
+                   "cpu_s": cpu, "q_per_cpu_s": n / max(cpu, 1e-9), "load": _load()}
             res["runs"].append(run)
-            print(f"{name:9s} {split:5s} {n:6d} queries {dt:8.1f} s {n / dt:9.1f} q/s  load {run['load']}", flush=True)
+            print(f"{name:9s} {split:5s} {n:6d} queries {dt:8.1f} s {n / dt:9.1f} q/s  {cpu:8.1f} CPU s "
+                  f"{run['q_per_cpu_s']:9.1f} q/CPU-s  load {run['load']}", flush=True)
     res["peak_rss_gib"] = _maxrss_gib()
     res["children_peak_rss_gib"] = _maxrss_gib(resource.RUSAGE_CHILDREN)
     res["load"]["end"] = _load()
@@ -293,25 +303,33 @@ def table(res, args):
     small = args.train_size < GIGAWORD["train"]
     lines = [f"Command: `{res['command']}`", "",
              f"Index: {args.train_size:,} training articles ({ix['postings']:,} postings, {ix['types']:,} types "
-             f"after stop words): built in {ix['s']:.0f} s; RSS {ix['rss_corpus_gib']:.2f} GiB with the corpus read, "
+             f"after stop words): built in {ix['s']:.0f} s wall ({ix['cpu_s']:.0f} CPU s); RSS {ix['rss_corpus_gib']:.2f} GiB with the corpus read, "
              f"{ix['rss_after_gib']:.2f} GiB after the index, peak {ix['peak_rss_gib']:.2f} GiB "
              f"(whole benchmark: {res['peak_rss_gib']:.2f} GiB; --threads children: {res['children_peak_rss_gib']:.2f} GiB).",
              f"Load average (1/5/15 min): " + "; ".join(f"{k} {v}" for k, v in res["load"].items()) + ".", ""]
     if "cli" in res:
         c = res["cli"]
         lines += [f"End to end: `{c['command']}`: {c['wall_s']:.0f} s wall, peak RSS {c['peak_rss_gib']:.2f} GiB.", ""]
-    lines += ["| setting | split | queries timed | seconds | queries/s |", "|---|---|---|---|---|"]
+    lines += ["| setting | split | queries timed | wall s | queries/s (wall) | CPU s | queries per CPU s |",
+              "|---|---|---|---|---|---|---|"]
     for r in res["runs"]:
-        lines.append(f"| `{r['flags']}` | {r['split']} | {r['queries']:,} | {r['s']:.1f} | {r['qps']:.1f} |")
+        lines.append(f"| `{r['flags']}` | {r['split']} | {r['queries']:,} | {r['s']:.1f} | {r['qps']:.1f} "
+                     f"| {r['cpu_s']:.1f} | {r['q_per_cpu_s']:.1f} |")
     lines += ["", f"Extrapolated full Gigaword retrieval (train {GIGAWORD['train']:,} + valid {GIGAWORD['valid']:,} "
-                  f"+ test {GIGAWORD['test']:,} queries; index build included):", "",
-              "| setting | train h | valid h | test h | total h |", "|---|---|---|---|---|"]
+                  f"+ test {GIGAWORD['test']:,} queries; index build included). Wall: at the queries/s measured here, "
+                  f"on this machine under its load; CPU: core-hours (= wall hours on a machine with that many "
+                  f"free cores per process, --threads workers counted):", "",
+              "| setting | train h (wall) | valid h | test h | total h (wall) | total CPU h |",
+              "|---|---|---|---|---|---|"]
     for name in dict.fromkeys(r["setting"] for r in res["runs"]):
         qps = {r["split"]: r["qps"] for r in res["runs"] if r["setting"] == name}
+        qpc = {r["split"]: r["q_per_cpu_s"] for r in res["runs"] if r["setting"] == name}
         h = {s: GIGAWORD[s] / qps[s] / 3600 for s in GIGAWORD}
         total = sum(h.values()) + ix["s"] / 3600
+        cpu_total = sum(GIGAWORD[s] / qpc[s] for s in GIGAWORD) / 3600 + ix["cpu_s"] / 3600
         flags = next(r["flags"] for r in res["runs"] if r["setting"] == name)
-        lines.append(f"| `{flags}` | {h['train']:.1f} | {h['valid']:.1f} | {h['test']:.2f} | {total:.1f} |")
+        lines.append(f"| `{flags}` | {h['train']:.2f} | {h['valid']:.2f} | {h['test']:.3f} | {total:.2f} "
+                     f"| {cpu_total:.2f} |")
     if small:
         lines += ["", f"Note: index of {args.train_size:,} articles, not {GIGAWORD['train']:,}: the per-query cost "
                       f"grows with the index, so these hours are an underestimate."]

@@ -28,7 +28,7 @@ def test_retrieval_benchmark_smoke(tmp_path, run_cli):
     assert [(f, s) for f, s, _ in rows] == [(f, s) for f in ("--max-df 1.0", "--max-df 0.05", "--max-df 0.05 --threads 2")
                                             for s in ("train", "valid", "test")]
     assert [int(n.replace(",", "")) for _, _, n in rows] == [200, 300, 300] * 3
-    assert len(re.findall(r"^\| `--max-df [^`]*` \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \|$", out, re.M)) == 3
+    assert len(re.findall(r"^\| `--max-df [^`]*`( \| [\d.]+){5} \|$", out, re.M)) == 3  # the hours table
     assert "underestimate" in out  # a small index is flagged as such
 
 
