@@ -20,10 +20,12 @@ embeddings ``E_t``; nothing is detached.
 
 Logged: ``loss`` (the total, base 2 like fairseq's), ``nll_loss``, ``template_mse`` (mean
 ``L_mse`` per sentence) and ``template_sim`` (Table IV / Eq. 26: the cosine between the two
-means, mapped from [-1, 1] to [0, 1], mean per sentence); with ``--tpr discrete`` also
+means, mapped from [-1, 1] to [0, 1], mean per sentence: :func:`representation_similarity`, which
+``fairseq-tpr-template-similarity`` reuses to report it over a split); with ``--tpr discrete`` also
 ``role_onehot`` (as ``label_smoothed_cross_entropy_with_roles``).
 """
 from dataclasses import dataclass, field
+from typing import Optional
 
 import torch
 import torch.nn.functional as F
@@ -33,9 +35,24 @@ from fairseq.criterions.label_smoothed_cross_entropy import (
     LabelSmoothedCrossEntropyCriterionConfig,
 )
 from fairseq.logging import metrics
+from torch import Tensor
 
 from ..modules.template_fusion import masked_mean, shifting_loss
 from .label_smoothed_cross_entropy_with_roles import role_onehot_counts
+
+
+def representation_similarity(h: Tensor, source_padding_mask: Optional[Tensor], e_t: Tensor,
+                              target_padding_mask: Optional[Tensor]) -> Tensor:
+    """Table IV / Eq. 26 per sentence (``B``, no gradient): ``(cosine(mean(h), mean(E_t)) + 1) / 2``,
+    the cosine mapped from [-1, 1] to [0, 1], both means over non-pad positions (``masked_mean``).
+
+    h: ``S x B x C`` (``H_ts`` in the paper; ``fairseq-tpr-template-similarity`` also passes the
+    source encoder output ``H_s``); e_t: ``T x B x C`` (:meth:`STTRModel.target_embeddings`);
+    masks ``B x S`` / ``B x T`` (True = pad). Computed in fp32."""
+    with torch.no_grad():
+        cos = F.cosine_similarity(masked_mean(h.float(), source_padding_mask),
+                                  masked_mean(e_t.float(), target_padding_mask), dim=-1)
+    return (cos + 1) / 2
 
 
 @dataclass
@@ -108,10 +125,7 @@ class LabelSmoothedCrossEntropyWithTemplateMSECriterion(LabelSmoothedCrossEntrop
         e_t = model.target_embeddings(target)  # T x B x C
         target_mask = target.eq(self.padding_idx)  # B x T
         mse = shifting_loss(h_ts, source_mask, e_t, target_mask)
-        with torch.no_grad():
-            cos = F.cosine_similarity(masked_mean(h_ts.float(), source_mask), masked_mean(e_t.float(), target_mask),
-                                      dim=-1)
-        return mse, (cos + 1) / 2
+        return mse, representation_similarity(h_ts, source_mask, e_t, target_mask)
 
     def role_counts(self, role_attn, sample):
         """(distributions with max > ``--role-onehot-threshold``, distributions), padding excluded:
