@@ -40,6 +40,7 @@ import logging
 import math
 import os
 import sys
+import warnings
 from typing import Dict, List, Optional
 
 import torch
@@ -304,6 +305,7 @@ def run(args) -> List[Dict]:
 def main(argv=None):
     args = build_parser().parse_args(argv)
     logging.getLogger("fairseq").setLevel(logging.WARNING)  # dataset/model loading chatter
+    warnings.filterwarnings("ignore", message=".*pin_memory.*")  # fairseq's data loader on a CPU-only machine
     try:
         rows = run(args)
     except SimilarityError as e:
@@ -313,7 +315,7 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"data": args.data, "split": args.gen_subset, "rows": rows}, f, indent=1)
-        print(f"wrote {args.json}")
+        print(f"wrote {args.json}", file=sys.stderr)
     return 0
 
 
