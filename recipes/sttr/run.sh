@@ -10,14 +10,16 @@
 # CORPUS_OUT/$RETRIEVE_ON/train.source (text, or bpe for lcsts: space-separated characters),
 # copied from bpe/ and binarized with the source dictionary. RUN_DIR/data_random has random test
 # templates. Then for every VARIANT: recipes/sttr/train.sh, recipes/summarization/generate.sh
-# (--task template_summarization), and RUN_DIR/results.md. Environment: VARIANTS ("transformer
-# attention sttr"; sttr_random is added when sttr is trained), RETRIEVE_ARGS (e.g. "--top-k 5
-# --max-df 0.05 --threads 16" for Gigaword), RETRIEVE_ON, and train.sh's ARCH, TPR, LAMBDA, LR,
-# WARMUP, MAX_TOKENS, MAX_UPDATE, VALID_EVERY; TEMPLATES=DIR to use externally retrieved plain-text
-# templates DIR/{train,valid,test}.template (BiSET's Gigaword files) instead of retrieving; TRAIN_ARGS (extra fairseq-train args); GEN_ARGS (extra
-# fairseq-generate args).
+# (--task template_summarization), and RUN_DIR/results.md; RUN_DIR/table4_sim.md has Table IV's
+# similarity for the attention and sttr rows (fairseq-tpr-template-similarity).
+# Environment: VARIANTS ("transformer attention sttr"; sttr_random is added when sttr is trained),
+# RETRIEVE_ARGS (e.g. "--top-k 5 --max-df 0.05 --threads 16" for Gigaword), RETRIEVE_ON; TEMPLATES
+# (a directory of externally retrieved plain-text {train,valid,test}.template, e.g. BiSET's
+# Gigaword files, used instead of retrieval and encoded like the corpus); train.sh's ARCH, TPR,
+# LAMBDA, LR, WARMUP, MAX_TOKENS, MAX_UPDATE, VALID_EVERY; TRAIN_ARGS (extra fairseq-train args);
+# GEN_ARGS (extra fairseq-generate args).
 set -euo pipefail
-if [[ $# -lt 3 ]]; then sed -n '2,19p' "$0" >&2; exit 2; fi
+if [[ $# -lt 3 ]]; then sed -n '2,20p' "$0" >&2; exit 2; fi
 corpus=$1 src=$2 run=$3
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 src=$(cd "$src" && pwd)
@@ -74,3 +76,12 @@ for v in $variants; do
     fi
 done
 "$python" -m fairseq_tpr.cli.results_table --title "STTR on $corpus (test)" "${rows[@]}" | tee "$run/results.md"
+sim=()  # Table IV: template-aware vs plain document representation, against the reference embeddings
+for v in attention sttr; do
+    if [[ " $variants " == *" $v "* ]]; then sim+=(--path "$run/$v/checkpoints/checkpoint_best.pt" --label "$v"); fi
+done
+if (( ${#sim[@]} )); then
+    echo "== Table IV similarity (test)"
+    fairseq-tpr-template-similarity "$run/data/data-bin" "${sim[@]}" --gen-subset test --no-progress \
+        --json "$run/table4_sim.json" | tee "$run/table4_sim.md"
+fi
