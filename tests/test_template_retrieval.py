@@ -158,3 +158,56 @@ def test_worker_processes_give_the_same_templates(tmp_path):
     one = TemplateRetriever(arts, ["s"] * len(arts), show_progress=False)
     two = TemplateRetriever(arts, ["s"] * len(arts), show_progress=False, threads=2)
     assert one.candidates(arts, 3, train_split=True, chunk=16) == two.candidates(arts, 3, train_split=True, chunk=16)
+
+
+def _plain_ranking(r, query, query_index, top_k, texts, summaries):
+    """Oracle: score every training article with one product over the whole index
+    (``TemplateRetriever.scores``), drop the query itself, its exact copies and empty summaries,
+    sort by (-score, index), take ``top_k``; too few sharing a word: score-0 articles in index order."""
+    ids = r.tokenize([query])[0]
+    ids = [t for t in ids if r.scored_token[t]]
+    s = r.scores([ids]).toarray()[0] if ids else [0.0] * len(texts)
+
+    def excluded(d):
+        if not summaries[d].strip():
+            return True
+        return query_index is not None and " ".join(texts[d].lower().split()) == " ".join(texts[query_index].lower().split())
+
+    ranked = sorted((d for d in range(len(texts)) if s[d] > 0 and not excluded(d)), key=lambda d: (-s[d], d))
+    kept = [(d, float(s[d])) for d in ranked[:top_k]]
+    for d in range(len(texts)):
+        if len(kept) == top_k:
+            break
+        if s[d] == 0 and not excluded(d):
+            kept.append((d, 0.0))
+    return kept
+
+
+@pytest.mark.parametrize("block", [5, 64, 10_000])
+def test_blocked_scoring_gives_the_plain_ranking_ties_to_the_lower_index(tmp_path, block):
+    """Candidates scored block by block over the articles (the Gigaword-speed path) equal the plain
+    ranking, scores bit for bit, for every block size; 15 copies of one article tie exactly, and
+    the lowest indices win whatever the order the scorer lists them in."""
+    from fairseq_tpr.cli.retrieve_templates import TemplateRetriever
+
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(60)]
+    arts = [" ".join(rng.choices(words, weights=[1 / (i + 1) for i in range(60)], k=rng.randint(4, 12)))
+            for _ in range(150)]
+    for i in range(40, 55):  # 15 exact copies of article 40 (ties)
+        arts[i] = arts[40]
+    arts[120] = arts[7].upper()  # a copy up to case
+    summaries = [f"s{i}" for i in range(150)]
+    summaries[9] = " "  # unusable
+    r = TemplateRetriever(arts, summaries, show_progress=False, block=block)
+    got = r.candidates(arts, 3, train_split=True, chunk=32, budget=200)
+    for q in range(len(arts)):
+        assert got[q] == _plain_ranking(r, arts[q], q, 3, arts, summaries), q
+        assert q not in [d for d, _ in got[q]]
+    queries = [arts[40], "w0 w1 w2 zzz", "zzz", "W3 w59"]
+    got = r.candidates(queries, 5, chunk=2)
+    assert got[0] == [(d, got[0][0][1]) for d in range(40, 45)]  # the tie: lowest indices first
+    for q, kept in zip(queries, got):
+        assert kept == _plain_ranking(r, q, None, 5, arts, summaries)
+    common = TemplateRetriever(arts, summaries, show_progress=False, block=block, max_df=0.3)
+    assert common.candidates(queries, 4) == [_plain_ranking(common, q, None, 4, arts, summaries) for q in queries]
