@@ -25,8 +25,9 @@ It then times the real code:
 (a) the index: ``TemplateRetriever(train articles, train summaries)`` in this process (wall time;
     peak RSS from ``resource.getrusage`` before and after);
 (b) retrieval, ``TemplateRetriever.candidates`` (top-1), for each setting (``exact``: ``--max-df
-    1.0``; ``df05``: ``--max-df 0.05``; ``df05-t2``: ``--max-df 0.05 --threads 2``; ``exact-t2``
-    on request) on the first ``--queries`` (20,000) training articles as train-split queries
+    1.0``; ``df05``: ``--max-df 0.05``; ``df05-t2``: ``--max-df 0.05 --threads 2``; on request
+    ``exact-t2``, and ``exact-unblocked`` / ``df05-unblocked``: the scorer before the blocked
+    product, one sparse product over all articles) on the first ``--queries`` (20,000) training articles as train-split queries
     (the query itself and its copies excluded, as in a real run) and on the valid and test
     splits. A setting only changes the retriever's ``scored_token`` mask and ``threads`` (what
     the constructor sets from ``--max-df`` / ``--threads``), so one index serves all settings.
