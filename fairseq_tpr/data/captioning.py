@@ -26,7 +26,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from fairseq.data import FairseqDataset, data_utils
+from fairseq.data import data_utils
+
+from .length_sorted_dataset import LengthSortedDataset
 
 
 class CaptionDataError(ValueError):
@@ -104,7 +106,7 @@ def check_raw_split(data_dir, split):
     return len(ids), len(captions)
 
 
-class CaptioningDataset(FairseqDataset):
+class CaptioningDataset(LengthSortedDataset):
     """Items ``{"id", "row", "target"}``; batches carry the image features in ``net_input``.
 
     Args:
@@ -143,16 +145,6 @@ class CaptioningDataset(FairseqDataset):
 
     def __getitem__(self, index):
         return {"id": index, "row": int(self.item_rows[index]), "target": self.captions[int(self.item_caption[index])]}
-
-    def size(self, index):
-        return int(self.sizes[index])
-
-    def num_tokens(self, index):
-        return int(self.sizes[index])
-
-    def ordered_indices(self):
-        order = np.random.permutation(len(self)) if self.shuffle else np.arange(len(self))
-        return order[np.argsort(self.sizes[order], kind="mergesort")]
 
     def collater(self, samples):
         if not samples:

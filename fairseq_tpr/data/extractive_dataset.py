@@ -33,7 +33,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from fairseq.data import FairseqDataset
+
+from .length_sorted_dataset import LengthSortedDataset
 
 
 class ExtractiveDataError(ValueError):
@@ -124,7 +125,7 @@ def load_split(data_dir, split, max_units=None):
     return a
 
 
-class ExtractiveDataset(FairseqDataset):
+class ExtractiveDataset(LengthSortedDataset):
     """Documents of one split (module docstring for the batch layout)."""
 
     def __init__(self, arrays, shuffle=True):
@@ -145,16 +146,6 @@ class ExtractiveDataset(FairseqDataset):
             "parents": torch.from_numpy(self.a["parents"][u0:u0 + n].astype(np.int64)),
             "tree": torch.from_numpy(self.a["tree"][k0:k0 + k].astype(np.int64)),
         }
-
-    def size(self, i):
-        return int(self.sizes[i])
-
-    def num_tokens(self, i):
-        return int(self.sizes[i])
-
-    def ordered_indices(self):
-        order = np.random.permutation(len(self)) if self.shuffle else np.arange(len(self))
-        return order[np.argsort(self.sizes[order], kind="mergesort")]
 
     def collater(self, samples):
         if not samples:
