@@ -46,6 +46,7 @@ from typing import Dict, List, Optional
 import torch
 
 import fairseq_tpr  # noqa: F401  (registers the archs and tasks; lets fairseq checkpoints load safely)
+from fairseq_tpr.analysis.dump import arch_of
 from fairseq_tpr.criterions.label_smoothed_cross_entropy_with_template_mse import representation_similarity
 from fairseq_tpr.models.sttr import STTRModel
 from fairseq_tpr.tasks.template_summarization import TEMPLATE_LANG, template_prefix
@@ -79,10 +80,6 @@ def _get(cfg, key, default=None):
     except Exception:  # omegaconf: a missing key in struct mode
         return default
     return default if value is None else value
-
-
-def arch_of(model_cfg) -> str:
-    return _get(model_cfg, "arch") or _get(model_cfg, "_name") or "?"
 
 
 def read_checkpoint_cfg(path: str, data_bin: str):
