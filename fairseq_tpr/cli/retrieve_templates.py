@@ -104,12 +104,15 @@ class TemplateRetriever:
         the sum over the query's tokens (repeats counted, as bm25s does) of the token's precomputed
         BM25 row, one sparse product for the whole batch (bm25s' own loop scatters per query with
         ``np.add.at`` over a dense score vector, which is ~20x slower at 200k articles)."""
+        return (self._query_matrix(ids_list) @ self.term_doc).tocsr()
+
+    def _query_matrix(self, ids_list):
+        """Queries x vocabulary counts (float32 CSR): entry (i, t) = how often token t is in query i."""
         lengths = [len(x) for x in ids_list]
         rows = np.repeat(np.arange(len(ids_list)), lengths)
         cols = np.concatenate([np.asarray(x, dtype=np.int64) for x in ids_list]) if ids_list else np.zeros(0, np.int64)
-        q = sp.csr_matrix((np.ones(len(cols), dtype=np.float32), (rows, cols)),
-                          shape=(len(ids_list), self.term_doc.shape[0]))
-        return (q @ self.term_doc).tocsr()
+        return sp.csr_matrix((np.ones(len(cols), dtype=np.float32), (rows, cols)),
+                             shape=(len(ids_list), self.term_doc.shape[0]))
 
     def _build_blocks(self):
         """``term_doc`` split into column blocks of ``self.block`` articles (as much memory again as
@@ -127,11 +130,7 @@ class TemplateRetriever:
         columns: over a Gigaword-sized index (3.8M articles, 30 MB of accumulator) nearly every
         step is a cache miss, over a block of 65,536 articles it stays in cache."""
         self._build_blocks()
-        lengths = [len(x) for x in ids_list]
-        rows = np.repeat(np.arange(len(ids_list)), lengths)
-        cols = np.concatenate([np.asarray(x, dtype=np.int64) for x in ids_list]) if ids_list else np.zeros(0, np.int64)
-        q = sp.csr_matrix((np.ones(len(cols), dtype=np.float32), (rows, cols)),
-                          shape=(len(ids_list), self.term_doc.shape[0]))
+        q = self._query_matrix(ids_list)
         parts = [(lo, q @ tb) for lo, tb in self._blocks]
 
         def row(j):
