@@ -1,5 +1,9 @@
 """Fixes for fairseq bugs that change results, applied once when ``fairseq_tpr`` is imported.
 
+This is the one place that patches fairseq. Each patch is one function below, named in
+:func:`apply_all`, with a docstring naming the upstream file and line it fixes, and a test in
+``tests/test_fairseq_fixes.py`` (or a test file named in the docstring) that fails without it.
+
 ``--no-repeat-ngram-size`` without fairseq's CUDA extension (on CPU, or with a fairseq wheel
 built without ``ngram_repeat_block_cuda``): ``SequenceGenerator`` hands ``NGramRepeatBlock``
 the whole token buffer (``bsz*beam x (max_len + 2)``, padding after ``step``), and the Python
@@ -22,3 +26,8 @@ def fix_ngram_repeat_block() -> None:
     _no_repeat_ngram.fairseq_tpr_fixed = True
     _no_repeat_ngram.__doc__ = original.__doc__
     NGramRepeatBlock._no_repeat_ngram = _no_repeat_ngram
+
+
+def apply_all() -> None:
+    """Install every fix of this module (idempotent)."""
+    fix_ngram_repeat_block()
