@@ -29,3 +29,20 @@ def test_trigram_blocking_ignores_the_padding():
     tokens = torch.tensor([[BOS, 4, 4, PAD, PAD, PAD, PAD, PAD]])
     out = blocker(tokens, torch.zeros(1, 6), bsz=1, beam_size=1, step=2)
     assert torch.isfinite(out).all()
+
+
+def test_fairseq_softmax_keeps_float64_and_leaves_other_dtypes_alone():
+    from fairseq import utils
+
+    x = torch.randn(3, 7, dtype=torch.float64) * 5
+    for name in ("softmax", "log_softmax"):
+        fixed = getattr(utils, name)
+        ref = getattr(torch, name)(x, dim=-1)  # float64 all the way
+        assert fixed(x, dim=-1).dtype == torch.float64
+        assert (fixed(x, dim=-1) - ref).abs().max() < 1e-15
+        # fairseq's own function rounds to float32: the difference the fix removes
+        unfixed = fixed.fairseq_tpr_original(x, dim=-1)
+        assert unfixed.dtype == torch.float32 and (unfixed.double() - ref).abs().max() > 1e-9
+        # fp32 / bf16 inputs: exactly fairseq's result (fp32 accumulation)
+        for dtype in (torch.float32, torch.bfloat16):
+            torch.testing.assert_close(fixed(x.to(dtype), dim=-1), fixed.fairseq_tpr_original(x.to(dtype), dim=-1), rtol=0, atol=0)

@@ -37,6 +37,7 @@ from fairseq.criterions.label_smoothed_cross_entropy import (
 from fairseq.logging import metrics
 from torch import Tensor
 
+from ..modules.precision import at_least_fp32
 from ..modules.template_fusion import masked_mean, shifting_loss
 from .label_smoothed_cross_entropy_with_roles import role_onehot_counts
 
@@ -50,8 +51,8 @@ def representation_similarity(h: Tensor, source_padding_mask: Optional[Tensor], 
     source encoder output ``H_s``); e_t: ``T x B x C`` (:meth:`STTRModel.target_embeddings`);
     masks ``B x S`` / ``B x T`` (True = pad). Computed in fp32."""
     with torch.no_grad():
-        cos = F.cosine_similarity(masked_mean(h.float(), source_padding_mask),
-                                  masked_mean(e_t.float(), target_padding_mask), dim=-1)
+        cos = F.cosine_similarity(masked_mean(at_least_fp32(h), source_padding_mask),
+                                  masked_mean(at_least_fp32(e_t), target_padding_mask), dim=-1)
     return (cos + 1) / 2
 
 

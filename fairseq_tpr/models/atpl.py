@@ -58,8 +58,7 @@ class ImageFeatureEncoder(FairseqEncoder):
         if image_features.dim() != 2 or image_features.size(1) != self.feature_dim:
             raise ValueError(f"image features of shape {tuple(image_features.shape)} given to a model built "
                              f"for B x {self.feature_dim} features")
-        return {"v": [self.dropout(image_features.float() if image_features.dtype == torch.float64
-                                   else image_features)]}
+        return {"v": [self.dropout(image_features)]}  # the decoder casts v to its own dtype
 
     def reorder_encoder_out(self, encoder_out, new_order):
         return {"v": [encoder_out["v"][0].index_select(0, new_order)]}
@@ -150,7 +149,8 @@ class ATPLDecoder(FairseqIncrementalDecoder):
 
     def extract_features(self, prev_output_tokens, encoder_out=None, incremental_state=None, **kwargs):
         """Returns fillers ``f_t`` (B x T x d) and ``{"attn": [None], "u": B x T x d}``."""
-        v = encoder_out["v"][0]  # B x d_v
+        # B x d_v; fairseq casts the model (--fp16, --bf16, .double()) but not the sample's features
+        v = encoder_out["v"][0].to(self.filler_embed.weight.dtype)
         if incremental_state is not None:
             prev_output_tokens = prev_output_tokens[:, -1:]
         B = prev_output_tokens.size(0)

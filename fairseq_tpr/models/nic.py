@@ -35,6 +35,7 @@ class NICDecoder(FairseqIncrementalDecoder):
         self.output_projection = nn.Linear(hidden_size, len(dictionary))
 
     def _image_step(self, v):
+        v = v.to(self.image_proj.weight.dtype)  # fairseq casts the model (--fp16, --bf16), not the sample
         x = self.dropout(self.image_proj(v)).unsqueeze(0)  # 1 x B x C
         _, state = self.lstm(x)
         return state

@@ -18,6 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .precision import accumulation_dtype
+
 
 class DiscreteRoleBinding(nn.Module):
     """``forward(F: T x B x d_m) -> (TPR(F): T x B x d_m, role_attn: T x B x H x N_r fp32)``.
@@ -40,9 +42,10 @@ class DiscreteRoleBinding(nn.Module):
 
     def forward(self, x: Tensor) -> Tuple[Tensor, Tensor]:
         T, B, C = x.shape
-        roles_hat = F.normalize(self.roles.float(), p=2.0, dim=-1)  # N_r x d_r        (Eq. 4)
+        acc = accumulation_dtype(x.dtype)  # fp32 under fp16/bf16, else x's own dtype
+        roles_hat = F.normalize(self.roles.to(acc), p=2.0, dim=-1)  # N_r x d_r        (Eq. 4)
         logits = self.role_scorer(x).view(T, B, self.num_heads, self.num_roles)
-        role_attn = torch.softmax(logits.float(), dim=-1)  # T x B x H x N_r, fp32     (Eq. 5)
+        role_attn = torch.softmax(logits.to(acc), dim=-1)  # T x B x H x N_r, >= fp32  (Eq. 5)
         R = torch.matmul(role_attn, roles_hat).reshape(T, B, C).to(x.dtype)  # T x B x H*d_r
         return torch.addcmul(x, R, x), role_attn  # Eq. 6: R * F + F
 

@@ -33,6 +33,8 @@ import torch.nn.functional as F
 
 from .tree_attention import ctree_matrices, dtree_matrices
 
+from .precision import at_least_fp32
+
 
 class SynthesizerAttention(nn.Module):
     """Shared value/output projections; subclasses give ``attention_weights`` (B x H x T x T)."""
@@ -52,7 +54,7 @@ class SynthesizerAttention(nn.Module):
     @staticmethod
     def masked_softmax(scores, pad_mask):
         """Softmax over the key axis with padded keys removed; scores B x H x T x T, pad_mask B x T."""
-        scores = scores.float().masked_fill(pad_mask[:, None, None, :], float("-inf"))
+        scores = at_least_fp32(scores).masked_fill(pad_mask[:, None, None, :], float("-inf"))
         return torch.softmax(scores, dim=-1).nan_to_num(0.0)
 
     def forward(self, x, pad_mask, tree=None):

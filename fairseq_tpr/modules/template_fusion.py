@@ -28,6 +28,8 @@ import torch.nn as nn
 from fairseq.modules import LayerNorm, MultiheadAttention
 from torch import Tensor
 
+from .precision import at_least_fp32
+
 
 class TemplateAwareAttention(nn.Module):
     """Template-aware document encoding with a gated sum (Eq. 20-22, module docstring)."""
@@ -85,5 +87,5 @@ def shifting_loss(h_ts: Tensor, source_padding_mask: Optional[Tensor], e_t: Tens
     h_ts: ``S x B x C``; e_t: ``T x B x C`` (the target's decoder input embeddings); masks
     ``B x S`` / ``B x T`` (True = pad). The reference code divides by the padded length, which
     makes the loss depend on what else is in the batch; this does not."""
-    diff = masked_mean(h_ts.float(), source_padding_mask) - masked_mean(e_t.float(), target_padding_mask)
+    diff = masked_mean(at_least_fp32(h_ts), source_padding_mask) - masked_mean(at_least_fp32(e_t), target_padding_mask)
     return diff.pow(2).sum(dim=-1)

@@ -25,6 +25,8 @@ import torch.nn.functional as F
 from fairseq.modules import MultiheadAttention
 from torch import Tensor, nn
 
+from .precision import accumulation_dtype
+
 
 class TPMultiheadAttention(MultiheadAttention):
     """Multi-head attention whose per-head output (the filler) is bound to a role vector.
@@ -120,7 +122,7 @@ class TPMultiheadAttention(MultiheadAttention):
             scores = torch.matmul(q, k.transpose(-1, -2)) * self.scaling  # B x H x T x S  (Eq. 5)
             if mask is not None:
                 scores = scores + mask
-            probs_f = F.softmax(scores, dim=-1, dtype=torch.float32)
+            probs_f = F.softmax(scores, dim=-1, dtype=accumulation_dtype(scores.dtype))
             probs = F.dropout(probs_f.type_as(q), p=p_drop)
             v_bar = torch.matmul(probs, v)  # B x H x T x d_k                   (Eq. 4)
             weights = probs_f.transpose(0, 1)  # H x B x T x S

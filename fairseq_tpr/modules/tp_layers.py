@@ -71,7 +71,7 @@ class RoleEncoderLayer(TransformerEncoderLayerBase):
     def forward(self, x: Tensor, encoder_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor] = None):
         """x: ``T x B x C``; encoder_padding_mask: ``B x T`` (True = pad). Returns ``T x B x C``."""
         if attn_mask is not None:
-            attn_mask = attn_mask.masked_fill(attn_mask.to(torch.bool), -1e8 if x.dtype == torch.float32 else -1e4)
+            attn_mask = attn_mask.masked_fill(attn_mask.to(torch.bool), -1e8 if x.dtype.itemsize >= 4 else -1e4)
         residual = x
         if self.normalize_before:
             x = self.self_attn_layer_norm(x)
