@@ -11,6 +11,8 @@ from fairseq.models import ARCH_MODEL_REGISTRY
 from _builders import build, random_batch, toy_dictionary
 from fairseq_tpr.modules.atpl_cell import ATPLCell, hadamard_matrix
 
+EXACT = 1e-10  # invariance tests run in float64, where step/batch differences are rounding at 1e-16
+
 
 class _Task:
     """What the captioning models read from their task."""
@@ -158,14 +160,15 @@ def _incremental(model, enc, prev, state=None):
 @pytest.mark.parametrize("arch", ["atpl_tiny", "nic_tiny"])
 def test_incremental_equals_full_decoding(arch):
     model, d, _ = build_captioner(arch, 6)
+    model.double()  # float64: any difference left is a bug, not rounding
     B, T = 3, 6
-    v = torch.randn(B, 6)
+    v = torch.randn(B, 6, dtype=torch.float64)
     prev = _prev_tokens(d, B, T)
     with torch.no_grad():
         enc = model.encoder(image_features=v)
         full, _ = model.decoder(prev, enc)
         inc, _ = _incremental(model, enc, prev)
-    torch.testing.assert_close(inc, full, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(inc, full, rtol=EXACT, atol=EXACT)
 
 
 @pytest.mark.parametrize("arch", ["atpl_tiny", "nic_tiny"])
@@ -173,8 +176,9 @@ def test_reorder_incremental_state_for_beam_search(arch):
     """Decode 3 steps, reorder the batch as beam search does (with repeats), decode 3 more:
     equals decoding the reordered batch from the start."""
     model, d, _ = build_captioner(arch, 6)
+    model.double()
     B, T = 4, 6
-    v = torch.randn(B, 6)
+    v = torch.randn(B, 6, dtype=torch.float64)
     prev = _prev_tokens(d, B, T)
     new_order = torch.tensor([2, 2, 0, 3])
     with torch.no_grad():
@@ -186,7 +190,7 @@ def test_reorder_incremental_state_for_beam_search(arch):
         prev_r = prev[new_order]
         tail = [model.decoder(prev_r[:, : t + 1], enc_r, incremental_state=state)[0] for t in range(3, T)]
         ref, _ = model.decoder(prev_r, model.encoder(image_features=v[new_order]))
-    torch.testing.assert_close(torch.cat(tail, 1), ref[:, 3:], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(torch.cat(tail, 1), ref[:, 3:], rtol=EXACT, atol=EXACT)
     if arch == "atpl_tiny":  # the whole state is cached: h, c, S~ and the last u
         cached = model.decoder.get_incremental_state(state, model.decoder.STATE_KEY)
         assert set(cached) == {"h", "c", "S_tilde", "u"}
@@ -220,7 +224,7 @@ def test_shared_filler_output_embedding():
 # --------------------------------------------------------------------- autoencoder
 def test_autoencoder_incremental_equals_full_and_padding_invariant():
     model, task, _ = build("atpl_autoencoder_tiny")
-    model.eval()
+    model.double().eval()
     d = task.source_dictionary
     src, src_lengths, prev = random_batch(d, bsz=3, src_len=7, tgt_len=6)
     with torch.no_grad():
@@ -229,8 +233,8 @@ def test_autoencoder_incremental_equals_full_and_padding_invariant():
         inc, _ = _incremental(model, enc, prev)
         # the left-padded first sentence alone, without padding, gives the same v
         alone = model.encoder(src[:1, 2:], src_lengths[:1])
-    torch.testing.assert_close(inc, full, rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(alone["v"][0], enc["v"][0][:1], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(inc, full, rtol=EXACT, atol=EXACT)
+    torch.testing.assert_close(alone["v"][0], enc["v"][0][:1], rtol=EXACT, atol=EXACT)
     assert extra["u"].shape == (3, 6, model.decoder.d)
 
 

@@ -184,6 +184,7 @@ def test_discrete_role_attention_and_roles_equal_the_model_internals():
 def test_run_capture_strips_padding_and_keeps_split_order_for_any_batch_size():
     ds, d = toy_data()
     model, _, _ = build("tp_transformer_tiny", src_dict=d, tgt_dict=d)
+    model.double()  # float64: batch 1 and 4 agree to rounding (1e-16), not to float32's 1e-7
     task = _Task(d)
     one = run_capture(model, task, ds, components=("role", "filler", "tpr", "attn", "out"), batch_size=1)
     many = run_capture(model, task, ds, max_examples=6, components=("role", "filler", "tpr", "attn", "out"),
@@ -194,7 +195,9 @@ def test_run_capture_strips_padding_and_keeps_split_order_for_any_batch_size():
         assert one.tgt[i].tolist() == ds.tgt[i].tolist()
         for key, comps in one.arrays.items():
             for comp, arrs in comps.items():
-                np.testing.assert_allclose(arrs[i], many.arrays[key][comp][i], atol=1e-5, err_msg=f"{key} {comp} {i}")
+                assert arrs[i].dtype == np.float64
+                np.testing.assert_allclose(arrs[i], many.arrays[key][comp][i], atol=1e-10, rtol=1e-10,
+                                           err_msg=f"{key} {comp} {i}")
                 side_len = len(ds.src[i]) if key.startswith("encoder") else len(ds.tgt[i])
                 assert arrs[i].shape[0] == side_len
     # attention over the real keys only: cross attention of example 2 is T_tgt x H x S_src

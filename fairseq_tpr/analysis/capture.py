@@ -40,6 +40,7 @@ from fairseq.modules import MultiheadAttention
 from torch import Tensor, nn
 
 from ..modules import DiscreteRoleBinding, EmbeddingRoleBinding, TPMultiheadAttention
+from ..modules.precision import at_least_fp32
 
 ATOL = 1e-4  # recomputation vs module output (fp32); relative to the output scale, see _check
 COMPONENTS = ("role", "filler", "tpr", "role_attn", "attn", "out")
@@ -81,8 +82,8 @@ def sites(model: nn.Module) -> Dict[str, nn.Module]:
 
 
 def _check(name: str, recomputed: Tensor, actual: Tensor) -> float:
-    diff = (recomputed.float() - actual.float()).abs().max().item() if actual.numel() else 0.0
-    scale = max(1.0, actual.float().abs().max().item()) if actual.numel() else 1.0
+    diff = (at_least_fp32(recomputed) - at_least_fp32(actual)).abs().max().item() if actual.numel() else 0.0
+    scale = max(1.0, at_least_fp32(actual).abs().max().item()) if actual.numel() else 1.0
     if not diff <= ATOL * scale:
         raise CaptureMismatch(
             f"{name}: the recomputed roles/fillers do not reproduce the module output (max |diff| {diff:.3g}). "
@@ -107,17 +108,17 @@ def recompute_attention(module: MultiheadAttention, query: Tensor, key: Tensor, 
         return x.reshape(x.size(0), B, H, d).permute(1, 2, 0, 3)
 
     q, k, v = heads(module.q_proj(query)), heads(module.k_proj(key)), heads(module.v_proj(value))
-    scores = torch.matmul(q.float(), k.float().transpose(-1, -2)) * module.scaling  # B x H x T x S
+    scores = torch.matmul(at_least_fp32(q), at_least_fp32(k).transpose(-1, -2)) * module.scaling  # B x H x T x S
     if attn_mask is not None:
-        scores = scores + attn_mask.float().view(1, 1, T, S)
+        scores = scores + at_least_fp32(attn_mask).view(1, 1, T, S)
     if key_padding_mask is not None:
         scores = scores.masked_fill(key_padding_mask.view(B, 1, 1, S).to(torch.bool), float("-inf"))
     probs = F.softmax(scores, dim=-1)
-    v_bar = torch.matmul(probs, v.float()).permute(0, 2, 1, 3)  # B x T x H x d
+    v_bar = torch.matmul(probs, at_least_fp32(v)).permute(0, 2, 1, 3)  # B x T x H x d
     r = None
     flat = v_bar.reshape(B, T, C)
     if isinstance(module, TPMultiheadAttention):
-        r = module.r_proj(query).float().transpose(0, 1).reshape(B, T, H, d)  # B x T x H x d   (Eq. 3)
+        r = at_least_fp32(module.r_proj(query)).transpose(0, 1).reshape(B, T, H, d)  # B x T x H x d   (Eq. 3)
         flat = flat * r.reshape(B, T, C)  # Eq. 6 before W_o
     out = module.out_proj(flat.to(query.dtype)).transpose(0, 1)  # T x B x C
     return probs, v_bar, r, out
@@ -127,7 +128,7 @@ class Capture:
     """Context manager collecting what :func:`sites` compute during one forward pass.
 
     ``with Capture(model, want={"role", "filler", "tpr", "role_attn", "out"}) as cap: model(...)``;
-    then ``cap.data[key][component]`` is a ``B x T x ...`` float32 CPU tensor and
+    then ``cap.data[key][component]`` is a ``B x T x ...`` CPU tensor (float32, or float64 for a float64 model) and
     ``cap.max_diff`` the largest recomputation error seen. Only forward passes without
     incremental state are captured (run teacher forcing on generated outputs instead).
     """
@@ -175,7 +176,7 @@ class Capture:
 
     def _put(self, key: str, comp: str, value: Tensor):
         if comp in self.want:
-            self.data.setdefault(key, {})[comp] = value.detach().float().cpu()
+            self.data.setdefault(key, {})[comp] = at_least_fp32(value.detach()).cpu()
 
     @staticmethod
     def _arg(args, kwargs, name, pos):
@@ -202,9 +203,9 @@ class Capture:
         tpr, role_attn = output
         T, B, C = x.shape
         with torch.no_grad():
-            roles_hat = F.normalize(module.roles.float(), p=2.0, dim=-1)  # Eq. 4
-            R = torch.matmul(role_attn.float(), roles_hat)  # T x B x H x d_r  (Eq. 5)
-            rec = x.float() + R.reshape(T, B, C) * x.float()  # Eq. 6
+            roles_hat = F.normalize(at_least_fp32(module.roles), p=2.0, dim=-1)  # Eq. 4
+            R = torch.matmul(at_least_fp32(role_attn), roles_hat)  # T x B x H x d_r  (Eq. 5)
+            rec = at_least_fp32(x) + R.reshape(T, B, C) * at_least_fp32(x)  # Eq. 6
         self.max_diff = max(self.max_diff, _check(key, rec, tpr))
         H = module.num_heads
         self._put(key, "role", R.transpose(0, 1))
