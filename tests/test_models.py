@@ -171,6 +171,22 @@ def test_beam_search_same_hypotheses_for_batch_1_and_8(arch):
         assert abs(float(alone[0][0]["score"]) - float(together[i][0]["score"])) < EXACT
 
 
+def test_set_beam_size_keeps_beam_search_working():
+    """fairseq's ``decoder.set_beam_size(k)`` (the beamable cross-attention shortcut) must not break
+    the TP attention, which caches keys per hypothesis: same hypotheses before and after."""
+    model, task, _ = build("tp_transformer_tiny", seed=3)
+    model.double().eval()
+    d = task.target_dictionary
+    src, src_len, _ = random_batch(d, bsz=3, src_len=6)
+    sample = {"net_input": {"src_tokens": src, "src_lengths": src_len}}
+    before = SequenceGenerator([model], d, beam_size=4, max_len_b=8).generate([model], sample)
+    model.decoder.set_beam_size(4)
+    after = SequenceGenerator([model], d, beam_size=4, max_len_b=8).generate([model], sample)
+    for a, b in zip(before, after):
+        assert [h["tokens"].tolist() for h in a] == [h["tokens"].tolist() for h in b]
+        assert abs(float(a[0]["score"]) - float(b[0]["score"])) < EXACT
+
+
 # ----------------------------------------------------------------------------- bad options
 @pytest.mark.parametrize("flags,match", [
     (["--role-dim", "10"], "--role-dim 10 x --encoder-attention-heads 4"),

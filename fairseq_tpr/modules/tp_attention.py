@@ -54,6 +54,14 @@ class TPMultiheadAttention(MultiheadAttention):
         if self.r_proj.bias is not None:
             nn.init.zeros_(self.r_proj.bias)
 
+    def set_beam_size(self, beam_size: int) -> None:
+        """Keep ``beam_size`` at 1: fairseq's "beamable" cross-attention shortcut (keys of one
+        sentence computed once and shared by its ``beam_size`` hypotheses, with a matching
+        ``reorder_incremental_state``) assumes ``MultiheadAttention.forward``, which this class
+        replaces. Here every hypothesis keeps its own cached keys/values (``B*beam x H x S x d_k``),
+        so the inherited reorder must index them one hypothesis at a time."""
+        self.beam_size = 1
+
     def _heads(self, x: Tensor, bsz: int) -> Tensor:
         """``T x B x C`` -> ``B x H x T x d_k``."""
         return x.view(x.size(0), bsz, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
