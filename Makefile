@@ -17,7 +17,7 @@ $(STAMP): setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch first, so that nothing below replaces it with another build
 	$(BIN)/pip install --quiet torch==2.13.0 cython
-	$(BIN)/pip install --quiet --no-build-isolation -e ".[dev]"
+	$(BIN)/pip install --quiet --no-build-isolation -e ".[dev,logging]"
 	$(BIN)/python -c "import torch, fairseq, fairseq_tpr; print('torch', torch.__version__, '| fairseq', fairseq.__version__, '| fairseq_tpr ready')"
 	touch $(STAMP)
 

