@@ -1,0 +1,77 @@
+"""``fairseq-preprocess`` and ``fairseq-train`` in the test process (no ~5 s import per call),
+with the global state they leave behind put back."""
+import logging
+import random
+from pathlib import Path
+
+import numpy as np
+import torch
+from fairseq import checkpoint_utils, options
+from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+from fairseq.distributed import utils as distributed_utils
+from fairseq.logging import metrics
+
+import fairseq_tpr
+from fairseq_tpr.data.synthetic import write_reversal_task
+
+USER_DIR = Path(fairseq_tpr.__file__).resolve().parent
+
+
+def binarize_reversal(root, n_train, n_valid=20, n_test=1):
+    """The synthetic reversal task under ``root/raw``, binarized (joined dictionary) into
+    ``root/bin``, which is returned."""
+    from fairseq_cli import preprocess
+
+    root = Path(root)
+    write_reversal_task(root / "raw", n_train, n_valid, n_test)
+    args = options.get_preprocessing_parser().parse_args([
+        "--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary", "--workers", "1",
+        "--trainpref", str(root / "raw" / "train"), "--validpref", str(root / "raw" / "valid"),
+        "--destdir", str(root / "bin")])
+    log = logging.getLogger("fairseq_cli.preprocess")
+    handlers = list(log.handlers)
+    try:
+        preprocess.main(args)
+    finally:  # main() adds a FileHandler to destdir/preprocess.log
+        for h in log.handlers[:]:
+            if h not in handlers:
+                log.removeHandler(h)
+                h.close()
+    return root / "bin"
+
+
+def train_argv(data, save_dir, arch, criterion, max_update, *extra):
+    """``fairseq-train`` arguments for a tiny CPU run on :func:`binarize_reversal`'s data."""
+    return [
+        str(data), "--user-dir", str(USER_DIR), "--task", "translation", "--source-lang", "src",
+        "--target-lang", "tgt", "--arch", arch, "--criterion", criterion, "--label-smoothing", "0.1",
+        "--optimizer", "adam", "--lr", "1e-3", "--max-update", str(max_update), "--save-dir", str(save_dir),
+        "--no-epoch-checkpoints", "--cpu", "--seed", "1", "--num-workers", "0",
+        "--required-batch-size-multiple", "1", "--log-format", "simple", "--log-interval", "1",
+        "--no-progress-bar", *map(str, extra),
+    ]
+
+
+def _forget_best():
+    if hasattr(checkpoint_utils.save_checkpoint, "best"):
+        del checkpoint_utils.save_checkpoint.best
+
+
+def train(argv):
+    """``fairseq_cli.train.main`` on *argv*, as ``fairseq-train`` runs it. Python's ``random``
+    starts from one fixed seed (fairseq never seeds it); the RNG states, fairseq's metrics and
+    ``save_checkpoint.best`` are put back afterwards."""
+    from fairseq_cli import train as fairseq_train
+
+    cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), argv))
+    saved = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    _forget_best()
+    random.seed(12345)
+    try:
+        distributed_utils.call_main(cfg, fairseq_train.main)
+    finally:
+        metrics.reset()
+        _forget_best()
+        random.setstate(saved[0])
+        np.random.set_state(saved[1])
+        torch.set_rng_state(saved[2])
