@@ -122,8 +122,106 @@ def fix_resume_epoch_iterator() -> None:
     Trainer.get_train_iterator = get_train_iterator
 
 
+def fix_atomic_checkpoint_writes() -> None:
+    """``fairseq/checkpoint_utils.py`` line 139 (``save_checkpoint``) writes
+    ``checkpoint_last.pt``, ``checkpoint_best.pt`` and the epoch/update checkpoints after the first
+    one with ``PathManager.copy`` (``shutil.copyfile``: in place, not atomic), and
+    ``torch_persistent_save`` (line 578) writes ``NAME.tmp`` and renames it without an fsync,
+    retrying ``torch.save`` into the same half-written handle. A kill or a full disk during the
+    copy leaves a truncated ``checkpoint_last.pt``, which the next ``fairseq-train`` resumes from.
+
+    Every local write of a checkpoint now goes through :func:`fairseq_tpr.checkpoint_io.atomic_write`
+    (``NAME.tmp`` in the same directory, flush, fsync, ``os.replace``, fsync of the directory): the
+    final name holds the old checkpoint or the new one, never part of one; a write that raises
+    removes its ``.tmp`` and re-raises (no retry). Remote paths (ioPath handlers) and
+    ``--write-checkpoints-asynchronously`` keep fairseq's code. Test:
+    ``tests/test_checkpoint_damage.py``."""
+    import os
+
+    from fairseq import checkpoint_utils
+
+    from . import checkpoint_io
+
+    original_save = checkpoint_utils.torch_persistent_save
+    if getattr(original_save, "fairseq_tpr_fixed", False):
+        return
+    path_manager = checkpoint_utils.PathManager
+
+    def torch_persistent_save(obj, filename, async_write: bool = False):
+        if async_write or not path_manager.supports_rename(filename):
+            return original_save(obj, filename, async_write=async_write)
+        checkpoint_io.atomic_write(filename, lambda f: torch.save(obj, f))
+
+    class AtomicCopyPathManager(path_manager):
+        """fairseq's ``PathManager`` whose ``copy`` of a local file is atomic."""
+
+        @staticmethod
+        def copy(src_path: str, dst_path: str, overwrite: bool = False) -> bool:
+            local = path_manager.supports_rename(src_path) and path_manager.supports_rename(dst_path)
+            if not local or (not overwrite and os.path.exists(dst_path)):
+                return path_manager.copy(src_path, dst_path, overwrite=overwrite)
+            checkpoint_io.atomic_copy(src_path, dst_path)
+            return True
+
+    torch_persistent_save.fairseq_tpr_fixed = True
+    torch_persistent_save.fairseq_tpr_original = original_save
+    checkpoint_utils.torch_persistent_save = torch_persistent_save
+    checkpoint_utils.PathManager = AtomicCopyPathManager  # checkpoint_utils' own name only
+
+
+def fix_damaged_checkpoint_load() -> None:
+    """``fairseq/checkpoint_utils.py`` line 340 (``load_checkpoint_to_cpu``, used by
+    ``fairseq-train``'s resume, ``fairseq-generate``/``-interactive``/``-validate`` and the hub
+    API) dies on a damaged checkpoint with torch's internals: ``RuntimeError: PytorchStreamReader
+    failed reading zip archive`` (truncated), a bare ``EOFError`` (empty), ``OSError: [Errno 22]``
+    or ``KeyError`` (other damage), none naming the file or what to do. When the load fails and
+    :func:`fairseq_tpr.checkpoint_io.diagnose` finds the file's bytes damaged, we raise
+    :class:`fairseq_tpr.errors.CheckpointError` naming the file, the damage and the newest intact
+    ``checkpoint*.pt`` of the same directory to pass with ``--restore-file``/``--path``; with
+    ``FAIRSEQ_TPR_CHECKPOINT_FALLBACK=1`` we load that one instead, with a warning. A failure
+    on an intact file (e.g. ``torch.load``'s ``weights_only`` refusal of a checkpoint that would
+    run code) is re-raised unchanged; nothing is ever unpickled without ``weights_only``. The
+    existence check in ``Trainer.load_checkpoint`` (``PathManager.isfile``) is unchanged, so a
+    damaged ``checkpoint_last.pt`` is never skipped silently. Test:
+    ``tests/test_checkpoint_damage.py``."""
+    import logging
+    import os
+
+    from fairseq import checkpoint_utils
+
+    from . import checkpoint_io
+    from .errors import CheckpointError
+
+    logger = logging.getLogger(__name__)
+
+    original = checkpoint_utils.load_checkpoint_to_cpu
+    if getattr(original, "fairseq_tpr_fixed", False):
+        return
+
+    def load_checkpoint_to_cpu(path, arg_overrides=None, load_on_all_ranks=False):
+        try:
+            return original(path, arg_overrides, load_on_all_ranks)
+        except Exception as error:
+            damage = checkpoint_io.diagnose(path, error) if os.path.isfile(path) else None
+            if damage is None:
+                raise
+            alternative = checkpoint_io.newest_intact_sibling(path)
+            if alternative is not None and checkpoint_io.fallback_enabled():
+                logger.warning(f"checkpoint {path} is {damage}; loading the newest intact checkpoint "
+                               f"{alternative} instead ({checkpoint_io.FALLBACK_ENV} is set)")
+                return original(str(alternative), arg_overrides, load_on_all_ranks)
+            raise CheckpointError(checkpoint_io.damage_message(path, damage, alternative)) from None
+
+    load_checkpoint_to_cpu.fairseq_tpr_fixed = True
+    load_checkpoint_to_cpu.fairseq_tpr_original = original
+    load_checkpoint_to_cpu.__doc__ = original.__doc__
+    checkpoint_utils.load_checkpoint_to_cpu = load_checkpoint_to_cpu
+
+
 def apply_all() -> None:
     """Install every fix of this module (idempotent)."""
     fix_ngram_repeat_block()
     fix_float64_softmax()
     fix_resume_epoch_iterator()
+    fix_atomic_checkpoint_writes()
+    fix_damaged_checkpoint_load()
