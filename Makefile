@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.fairseq_tpr-installed
 
-.PHONY: venv sysdeps test demo demo-quick bench
+.PHONY: venv sysdeps test test-slow demo demo-quick bench
 
 venv: $(STAMP) sysdeps
 
@@ -21,8 +21,13 @@ $(STAMP): setup.py
 	$(BIN)/python -c "import torch, fairseq, fairseq_tpr; print('torch', torch.__version__, '| fairseq', fairseq.__version__, '| fairseq_tpr ready')"
 	touch $(STAMP)
 
+# the default set (pytest.ini leaves out tests marked slow; prints the 15 slowest)
 test: venv
 	$(BIN)/python -m pytest -q tests
+
+# the long end-to-end runs marked slow (recipes, METEOR, the DeepMind generator, CLI round trips)
+test-slow: venv
+	$(BIN)/python -m pytest -q -m slow tests
 
 # the main job: Mathematics Dataset -> small tp_transformer on CPU -> exact-match table (~12-15 min)
 demo: venv

@@ -406,6 +406,7 @@ def mathgen_venv(request, tmp_path_factory):
     return cache.mkdir("mathgen-venv") if cache is not None else tmp_path_factory.mktemp("mathgen") / "venv"
 
 
+@pytest.mark.slow  # a long end-to-end run: make test-slow
 def test_generate_with_deepmind_generator(tmp_path, mathgen_venv):
     modules = "numbers__place_value,comparison__pair"
     args = ("--generate", "--modules", modules, "--per-module", 21, "--per-test-module", 5, "--workers", 2,

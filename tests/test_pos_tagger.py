@@ -278,6 +278,7 @@ SMALL = ["--hidden", "16", "--rank", "8", "--word-dim", "8", "--max-epochs", "15
          "--batch-size", "16", "--lr", "0.01", "--no-progress-bar"]
 
 
+@pytest.mark.slow  # a long end-to-end run: make test-slow
 def test_cli_trains_reports_and_reloads(tmp_path, run_cli):
     files = _cli_corpus(tmp_path)
     out = tmp_path / "run"

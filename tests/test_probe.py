@@ -124,6 +124,7 @@ def _label_file(path, data, split, side_len_fn):
             f.write(" ".join("V" if d[t] in "aeiou" else "C" for t in ds[i][:-1].tolist()) + "\n")
 
 
+@pytest.mark.slow  # a long end-to-end run: make test-slow
 def test_cli_on_tiny_checkpoints_and_bad_input(tmp_path, capsys):
     data, tp = make_checkpoint(tmp_path, "tp_transformer_tiny")
     _, plain = make_checkpoint(tmp_path, "transformer_tp_tiny")

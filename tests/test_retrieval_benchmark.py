@@ -4,9 +4,12 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow  # a long end-to-end run: make test-slow
 def test_retrieval_benchmark_smoke(tmp_path, run_cli):
     work = tmp_path / "corpus"
     r = run_cli("python", ROOT / "benchmarks" / "retrieval.py", "--train-size", 2000, "--queries", 200,

@@ -343,6 +343,7 @@ def test_out_of_range_layer_head_example_and_plain_checkpoints_have_clear_messag
         require_roles(plain, "x.pt", "transformer_tp_tiny")
 
 
+@pytest.mark.slow  # a long end-to-end run: make test-slow
 def test_cli_dump_then_stats_kmeans_heatmap(tmp_path, run_cli, capsys):
     data, ckpt = make_checkpoint(tmp_path, "tp_transformer_d_tiny")
     out = tmp_path / "roles.npz"

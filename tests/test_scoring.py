@@ -561,6 +561,7 @@ def generate_run(tmp_path_factory, run_cli):
         yield root, pool.submit(_generate_pipeline, root, run_cli)
 
 
+@pytest.mark.slow  # a long end-to-end run: make test-slow
 @needs_java
 def test_meteor(generate_run):
     """One java process, two calls: a segment scores the same alone and next to another; an

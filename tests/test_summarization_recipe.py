@@ -32,6 +32,7 @@ def debian_fixture(tmp_path_factory):
     return root / "data"
 
 
+@pytest.mark.slow  # a long end-to-end run: make test-slow
 @pytest.mark.parametrize("model", ["tp_transformer_d"])
 def test_debian_fixture_preprocess_train_generate_score(tmp_path, model, debian_fixture):
     summ = debian_fixture / "summarization"
@@ -55,6 +56,7 @@ def test_debian_fixture_preprocess_train_generate_score(tmp_path, model, debian_
         assert 0.0 <= result["metrics"]["ROUGE-1"]["f"] <= 100.0
 
 
+@pytest.mark.slow  # a long end-to-end run: make test-slow
 def test_debian_fixture_translation_recipe_with_checkpoint_averaging(tmp_path, debian_fixture):
     data = debian_fixture
     run = tmp_path / "transformer"
