@@ -20,9 +20,11 @@ class _OptionalTensorboardNotice(logging.Filter):
 logging.getLogger("fairseq.tasks.text_to_speech").addFilter(_OptionalTensorboardNotice())
 
 from .checkpoint_safety import allow_fairseq_checkpoints  # noqa: E402
+from .errors import install_excepthook  # noqa: E402
 from .fairseq_fixes import apply_all as apply_fairseq_fixes  # noqa: E402
 
 allow_fairseq_checkpoints()
+install_excepthook()  # a FairseqTprError at the top of any command: one "error:" line, exit 2
 apply_fairseq_fixes()  # fairseq bugs that change results (see fairseq_fixes.py)
 
 from . import criterions, models  # noqa: E402,F401  (registration)
