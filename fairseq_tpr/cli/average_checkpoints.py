@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 import fairseq_tpr  # noqa: F401  (registers the safe globals for weights_only loading)
+from fairseq_tpr.checkpoint_io import atomic_write
 
 _UPDATE = re.compile(r"^checkpoint_\d+_(\d+)\.pt$")
 _EPOCH = re.compile(r"^checkpoint(\d+)\.pt$")
@@ -88,7 +89,7 @@ def main(argv=None):
         print(f"error: {err}", file=sys.stderr)
         return 1
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    torch.save(state, args.output)
+    atomic_write(args.output, lambda f: torch.save(state, f))  # a kill mid-write leaves no partial file
     print(f"averaged {len(paths)} checkpoints -> {args.output}: " + ", ".join(p.name for p in paths))
     return 0
 

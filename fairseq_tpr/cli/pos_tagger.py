@@ -36,6 +36,7 @@ from typing import Dict, List, Optional
 
 import torch
 
+from fairseq_tpr.checkpoint_io import atomic_write
 from fairseq_tpr.data.pos_corpus import CorpusError, check_alignment, load_unbinding, read_tagged
 from fairseq_tpr.modules.pos_tagger import CONTEXTS, FEATURES, SCORERS, BiLSTMPosTagger, tagging_loss
 
@@ -211,11 +212,10 @@ def markdown(rows, title):
 def save_checkpoint(path, model, cfg, words, tags, ambiguous, epoch, valid_acc):
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    torch.save({"format": CKPT_FORMAT, "config": cfg, "words": words, "tags": tags, "ambiguous": ambiguous,
-                "epoch": epoch, "valid_accuracy": valid_acc,
-                "model": {k: v.detach().cpu() for k, v in model.state_dict().items()}}, tmp)
-    os.replace(tmp, path)
+    state = {"format": CKPT_FORMAT, "config": cfg, "words": words, "tags": tags, "ambiguous": ambiguous,
+             "epoch": epoch, "valid_accuracy": valid_acc,
+             "model": {k: v.detach().cpu() for k, v in model.state_dict().items()}}
+    atomic_write(path, lambda f: torch.save(state, f))  # tmp file, fsync, rename
 
 
 def load_checkpoint(path):
