@@ -154,20 +154,25 @@ class CaptioningDataset(LengthSortedDataset):
         target = data_utils.collate_tokens(targets, pad, eos, left_pad=False)  # B x T
         prev = data_utils.collate_tokens(targets, pad, eos, left_pad=False, move_eos_to_beginning=True)
         feats = torch.from_numpy(np.stack([np.asarray(self.features[s["row"]], dtype=np.float32) for s in samples]))
-        B = len(samples)
         return {
             "id": torch.LongTensor([s["id"] for s in samples]),
-            "nsentences": B,
+            "nsentences": len(samples),
             "ntokens": sum(len(t) for t in targets),
-            "net_input": {
-                # a placeholder source (B x 1 of EOS, length 0): fairseq's generator reads the batch size from it
-                "src_tokens": torch.full((B, 1), eos, dtype=torch.long),
-                "src_lengths": torch.zeros(B, dtype=torch.long),
-                "image_features": feats,  # B x D
-                "prev_output_tokens": prev,
-            },
+            "net_input": dict(feature_net_input(feats, eos), prev_output_tokens=prev),
             "target": target,
         }
+
+
+def feature_net_input(features, eos):
+    """``net_input`` of a batch of image features (B x D tensor): the features and a placeholder
+    source (B x 1 of EOS, length 0), from which fairseq's generator reads the batch size. Used by
+    the dataset's batches and by the hub interface (:mod:`fairseq_tpr.hub`)."""
+    B = features.size(0)
+    return {
+        "src_tokens": torch.full((B, 1), eos, dtype=torch.long, device=features.device),
+        "src_lengths": torch.zeros(B, dtype=torch.long, device=features.device),
+        "image_features": features,  # B x D
+    }
 
 
 KARPATHY_SPLITS = {"train": ("train", "restval"), "valid": ("val",), "test": ("test",)}

@@ -37,6 +37,8 @@ from fairseq.models import (
 )
 
 from ..modules.atpl_cell import ATPLCell, hadamard_matrix
+from .hydra_args import accepts_hydra_config
+from .hub_entry import plugin_from_pretrained
 
 DEFAULT_MAX_TARGET_POSITIONS = 1024
 
@@ -200,16 +202,32 @@ def _check_tpr_dim(args):
 def feature_dim_from_task(args, task):
     """The image-feature size: the task's feature file decides; a checkpoint or flag that
     disagrees is an error (not a shape error deep in the model)."""
-    task_dim = getattr(task, "feature_dim", None)
-    if task_dim is None:
+    if not hasattr(task, "feature_dim"):
         raise ValueError(f"--arch {args.arch} decodes image features: use --task image_captioning")
     model_dim = getattr(args, "image_feature_dim", None)
+    task_dim = task.feature_dim
+    if task_dim is None:  # a checkpoint loaded from a directory without feature files
+        if model_dim is None:
+            raise ValueError(f"no S.feat.npy image-feature file in {task.cfg.data} and the checkpoint does not "
+                             f"name its feature size (--image-feature-dim)")
+        task.feature_dim = model_dim
+        return model_dim
     if model_dim is not None and model_dim != task_dim:
         raise ValueError(f"the model was built for {model_dim}-d image features (--image-feature-dim) but "
                          f"the features in {task.cfg.data} are {task_dim}-d: use the feature file the model "
                          f"was trained with, or retrain")
     args.image_feature_dim = task_dim
     return task_dim
+
+
+def default_length_limits(args, *keys):
+    """``--max-source-positions`` / ``--max-target-positions`` are task options: fairseq-train's
+    Namespace holds the task's values, and under Hydra :mod:`.hydra_args` takes them from ``task.*``.
+    They are filled here, after that, and not by the presets (which run first under Hydra and would
+    hide the task's values): 1024 when neither gives one."""
+    for key in keys:
+        if getattr(args, key, None) is None:
+            setattr(args, key, DEFAULT_MAX_TARGET_POSITIONS)
 
 
 def _build_atpl_decoder(args, tgt_dict, v_dim):
@@ -232,9 +250,13 @@ class ATPLModel(FairseqEncoderDecoderModel):
         parser.add_argument("--image-feature-dim", type=int, metavar="N",
                             help="size of the image features (set from the task's feature file)")
 
+    from_pretrained = plugin_from_pretrained  # returns the fitting fairseq_tpr.hub interface
+
     @classmethod
+    @accepts_hydra_config
     def build_model(cls, args, task):
         atpl_base(args)
+        default_length_limits(args, "max_target_positions")
         dim = feature_dim_from_task(args, task)
         encoder = ImageFeatureEncoder(dim, dropout=args.dropout)
         decoder = _build_atpl_decoder(args, task.target_dictionary, dim)
@@ -260,8 +282,10 @@ class ATPLAutoencoderModel(FairseqEncoderDecoderModel):
                             help="a forward LSTM encoder (default: bidirectional, v = both final states)")
 
     @classmethod
+    @accepts_hydra_config
     def build_model(cls, args, task):
         atpl_autoencoder_base(args)
+        default_length_limits(args, "max_source_positions", "max_target_positions")
         if task.source_dictionary is None:
             raise ValueError("--arch atpl_autoencoder reads a sentence: use --task translation "
                              "with the same text as source and target")
@@ -290,7 +314,6 @@ def atpl_base(args):
     args.tpr_dim = getattr(args, "tpr_dim", 32)
     args.dropout = getattr(args, "dropout", 0.3)
     args.share_filler_output_embed = getattr(args, "share_filler_output_embed", False)
-    args.max_target_positions = getattr(args, "max_target_positions", DEFAULT_MAX_TARGET_POSITIONS)
 
 
 @register_model_architecture("atpl", "atpl")
@@ -320,7 +343,6 @@ def atpl_autoencoder_base(args):
     args.encoder_hidden_size = getattr(args, "encoder_hidden_size", 512)
     args.encoder_layers = getattr(args, "encoder_layers", 1)
     args.encoder_unidirectional = getattr(args, "encoder_unidirectional", False)
-    args.max_source_positions = getattr(args, "max_source_positions", DEFAULT_MAX_TARGET_POSITIONS)
     args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 256)
     atpl_base(args)
 

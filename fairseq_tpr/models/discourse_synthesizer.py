@@ -32,6 +32,8 @@ import torch.nn as nn
 from fairseq.models import BaseFairseqModel, register_model, register_model_architecture
 
 from ..modules.synthesizer_attention import ATTENTIONS
+from .hydra_args import accepts_hydra_config
+from .hub_entry import plugin_from_pretrained
 
 
 class SynthesizerEncoderLayer(nn.Module):
@@ -96,7 +98,10 @@ class DiscourseSynthesizerModel(BaseFairseqModel):
         parser.add_argument("--dropout", type=float, metavar="D")
         parser.add_argument("--attention-dropout", type=float, metavar="D")
 
+    from_pretrained = plugin_from_pretrained  # returns the fitting fairseq_tpr.hub interface
+
     @classmethod
+    @accepts_hydra_config
     def build_model(cls, args, task):
         discourse_synthesizer_base(args)
         unit_dim = getattr(task, "unit_dim", None)

@@ -13,7 +13,9 @@ step runs the image step as well. ``reorder_incremental_state`` reorders both.
 import torch.nn as nn
 from fairseq.models import FairseqEncoderDecoderModel, FairseqIncrementalDecoder, register_model, register_model_architecture
 
-from .atpl import DEFAULT_MAX_TARGET_POSITIONS, ImageFeatureEncoder, feature_dim_from_task
+from .atpl import DEFAULT_MAX_TARGET_POSITIONS, ImageFeatureEncoder, default_length_limits, feature_dim_from_task
+from .hydra_args import accepts_hydra_config
+from .hub_entry import plugin_from_pretrained
 
 
 class NICDecoder(FairseqIncrementalDecoder):
@@ -87,9 +89,13 @@ class NICModel(FairseqEncoderDecoderModel):
         parser.add_argument("--image-feature-dim", type=int, metavar="N",
                             help="size of the image features (set from the task's feature file)")
 
+    from_pretrained = plugin_from_pretrained  # returns the fitting fairseq_tpr.hub interface
+
     @classmethod
+    @accepts_hydra_config
     def build_model(cls, args, task):
         nic_base(args)
+        default_length_limits(args, "max_target_positions")
         dim = feature_dim_from_task(args, task)
         encoder = ImageFeatureEncoder(dim, dropout=0.0)
         decoder = NICDecoder(task.target_dictionary, dim, args.decoder_embed_dim, args.decoder_hidden_size,
@@ -107,7 +113,6 @@ def nic_base(args):
     args.decoder_hidden_size = getattr(args, "decoder_hidden_size", 512)
     args.decoder_layers = getattr(args, "decoder_layers", 1)
     args.dropout = getattr(args, "dropout", 0.3)
-    args.max_target_positions = getattr(args, "max_target_positions", DEFAULT_MAX_TARGET_POSITIONS)
 
 
 @register_model_architecture("nic", "nic")

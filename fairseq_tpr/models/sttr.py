@@ -39,6 +39,8 @@ from torch import Tensor
 from ..modules.role_dictionary import DiscreteRoleBinding
 from ..modules.template_fusion import TemplateAwareAttention, TemplateConcatenation
 from ..modules.tp_layers import RoleDecoderLayer, RoleEncoderLayer
+from .hydra_args import accepts_hydra_config
+from .hub_entry import plugin_from_pretrained
 from .tp_transformer_d import _keep_role_attn
 from .tpr_transformer_base import TPRTransformerDecoder, TPRTransformerEncoder, default_sizes
 
@@ -135,7 +137,10 @@ class STTRModel(TransformerModel):
                             help="with --tpr discrete: role size; heads x role-dim must equal the embedding size "
                                  "(default: embed-dim / heads)")
 
+    from_pretrained = plugin_from_pretrained  # returns the fitting fairseq_tpr.hub interface
+
     @classmethod
+    @accepts_hydra_config
     def build_model(cls, args, task):
         cls.check_options(args, task)
         return super().build_model(args, task)

@@ -12,6 +12,8 @@ from fairseq.distributed import fsdp_wrap
 from fairseq.models.transformer import TransformerConfig, TransformerDecoder, TransformerEncoder, TransformerModel
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 
+from .hydra_args import accepts_hydra_config
+
 TPR_SIDES = ("both", "encoder", "decoder")
 
 
@@ -81,6 +83,7 @@ class TPRTransformerModelBase(TransformerModel):
                             help="untie source, target and output embeddings (for separate dictionaries)")
 
     @classmethod
+    @accepts_hydra_config
     def build_model(cls, args, task):
         cls.check_options(args, task)
         return super().build_model(args, task)

@@ -44,8 +44,10 @@ class ImageCaptioningTask(FairseqTask):
         dictionary = Dictionary.load(dict_path)
         splits = sorted(p.name[: -len(".feat.npy")] for p in Path(cfg.data).glob("*.feat.npy"))
         dim = feature_dim(cfg.data, ["train", "valid", "test"] + splits)
-        if dim is None:
+        if dim is None and not kwargs.get("from_checkpoint"):
             raise FileNotFoundError(f"no S.feat.npy image-feature file in {cfg.data}")
+        # loading a checkpoint (fairseq-generate, from_pretrained) from a directory with dict.txt only:
+        # the feature size is then the model's (--image-feature-dim, saved in the checkpoint)
         return cls(cfg, dictionary, dim)
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
