@@ -9,6 +9,8 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.11",
     packages=find_packages(include=["fairseq_tpr", "fairseq_tpr.*"]),
+    # fairseq-hydra-train --config-dir fairseq_tpr/config: the paper presets' configs
+    package_data={"fairseq_tpr": ["config/*.yaml", "config/training/*.yaml"]},
     install_requires=[
         # torch==2.13.0 is installed first by the Makefile (CPU wheel here; bring your CUDA build).
         "torch>=2.6",
