@@ -26,7 +26,8 @@ import pytest
 from fairseq_tpr.cli import score as cli
 from fairseq_tpr.data.synthetic import write_reversal_task
 from fairseq_tpr.scoring import (
-    MeteorScorer, PerlRougeScorer, RougeScoreScorer, ScorerUnavailable, ScoringInputError, read_generate_log,
+    MeteorScorer, PerlRougeScorer, RougeScoreScorer, ScorerUnavailable, ScoringInputError, parse_generate_log,
+    read_generate_log,
 )
 from fairseq_tpr.scoring.rouge_perl import check_perl
 from fairseq_tpr.scoring.rouge_python import rouge_score_segments
@@ -467,6 +468,34 @@ def test_error_not_a_generate_log(tmp_path, capsys):
     log = _write(tmp_path / "plain.txt", ["just a summary", "and another"])
     err = _error(["--generate-log", log], capsys)
     assert "no H-/D- hypothesis lines" in err
+
+
+def test_error_hypothesis_line_without_score(tmp_path, capsys):
+    log = tmp_path / "gen.out"
+    log.write_text("S-0\ta b\nT-0\ta b\nH-0\t-0.2\ta b\nS-1\tc d\nT-1\tc d\nH-1\tc d\n")
+    err = _error(["--generate-log", log], capsys)
+    assert f"{log} line 6:" in err and "H-<id>\\t<score>\\t<text>" in err and "no score column" in err
+    with pytest.raises(ScoringInputError, match="line 6: a H- line must read"):
+        parse_generate_log(log)
+    log.write_text("T-0\ta b\nH-0\t-0.2\ta b\nD-0\ta b\n")  # a D- line is held to the same format
+    with pytest.raises(ScoringInputError, match=r"gen\.out line 3: a D- line must read"):
+        parse_generate_log(log)
+
+
+@pytest.mark.parametrize("kind", ["T", "S"])
+def test_error_concatenated_runs_with_conflicting_lines(tmp_path, capsys, kind):
+    first = generate_log([(0, "s0", "a b", "a b"), (1, "s1", "c d", "c d")])
+    second = generate_log([(0, "s0", "a b", "a b"), (1, "s1", "c d", "c d")])
+    second = second.replace(f"{kind}-1\t{'c d' if kind == 'T' else 's1'}", f"{kind}-1\tsomething else")
+    log = tmp_path / "two_runs.out"
+    log.write_text(first + second)
+    conflict = (first + second).splitlines().index(f"{kind}-1\tsomething else") + 1
+    err = _error(["--generate-log", log, "--metrics", "rouge"], capsys)
+    assert f"{log} line {conflict}: sample id 1 has two different {kind}- lines" in err
+    assert "more than one fairseq-generate run" in err
+    # the same run twice (identical S-/T- lines) is read, the first hypothesis of an id kept
+    log.write_text(first + first)
+    assert parse_generate_log(log).tokenized[1] == "\u2581c \u2581d"
 
 
 def test_unknown_metric_is_rejected(tmp_path, capsys):

@@ -9,11 +9,15 @@
 ``meteor``        METEOR 1.5 jar via ``pycocoevalcap`` (Java)          :mod:`.meteor`
 ``bleu``          sacreBLEU                                            :mod:`.bleu`
 ================  ===================================================  ==========================
+
+Inputs: :mod:`.inputs` (plain line files) and :mod:`.generate_log` (the one reader of
+``fairseq-generate`` logs, shared with :mod:`.captions` and :mod:`.math_eval`).
 """
 from . import fairseq_rouge  # noqa: F401  (registers --scoring rouge)
 from .base import ScoreResult, Scorer, ScorerUnavailable
 from .bleu import SacreBleuScorer
-from .inputs import ScoringInput, ScoringInputError, parse_generate_log, read_generate_log, read_plain
+from .generate_log import GenerateLog, parse_generate_log, read_generate_log
+from .inputs import ScoringInput, ScoringInputError, read_plain
 from .meteor import MeteorScorer
 from .rouge_perl import PerlRougeScorer
 from .rouge_python import RougeScoreScorer
@@ -34,6 +38,6 @@ def build_scorer(key, char=False, stemmer=True, sentence_split="files2rouge", bl
 
 __all__ = [
     "SCORERS", "build_scorer", "ScoreResult", "Scorer", "ScorerUnavailable", "ScoringInput",
-    "ScoringInputError", "parse_generate_log", "read_generate_log", "read_plain",
+    "ScoringInputError", "GenerateLog", "parse_generate_log", "read_generate_log", "read_plain",
     "RougeScoreScorer", "PerlRougeScorer", "MeteorScorer", "SacreBleuScorer",
 ]
