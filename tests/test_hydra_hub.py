@@ -312,7 +312,7 @@ def test_every_plugin_arch_and_config_is_covered():
 
 
 def test_setup_py_ships_the_configs():
-    setup = (REPO / "setup.py").read_text()
+    setup = (REPO / "pyproject.toml").read_text()
     assert '"config/*.yaml"' in setup and '"config/training/*.yaml"' in setup
 
 

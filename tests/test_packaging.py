@@ -1,9 +1,11 @@
-"""Packaging: every third-party package the code imports is declared, and importing the plugin is quiet."""
+"""Packaging (pyproject.toml): every third-party package the code imports is declared, and importing
+the plugin is quiet."""
 import ast
 import importlib.metadata as md
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -11,16 +13,22 @@ ROOT = Path(__file__).resolve().parents[1]
 OWN_VENV = {"mathematics_dataset", "absl"}
 
 
+def _project():
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def _dist_name(requirement):
+    """``"bm25s==0.3.16"`` -> ``"bm25s"``; normalised like pip (lower case, ``_`` -> ``-``)."""
+    return re.split(r"[<>=!~\[ ;]", requirement)[0].lower().replace("_", "-")
+
+
 def _declared():
-    """Distribution names of ``install_requires`` and every extra of setup.py, normalised."""
-    tree = ast.parse((ROOT / "setup.py").read_text())
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.keyword) and node.arg in ("install_requires", "extras_require"):
-            for s in ast.walk(node.value):
-                if isinstance(s, ast.Constant) and isinstance(s.value, str):
-                    names.add(re.split(r"[<>=!\[ ;]", s.value)[0].lower().replace("_", "-"))
-    return names
+    """Distribution names of the dependencies and of every extra in pyproject.toml, normalised."""
+    project = _project()
+    requirements = list(project["dependencies"])
+    for extra in project["optional-dependencies"].values():
+        requirements += extra
+    return {_dist_name(r) for r in requirements}
 
 
 def _imported_top_level():
@@ -42,11 +50,11 @@ def test_every_imported_package_is_declared():
         owners = {d.lower().replace("_", "-") for d in dists.get(mod, [mod])}
         if not owners & declared:
             missing.append(f"{mod} (from {sorted(owners)})")
-    assert not missing, f"imported but not declared in setup.py: {missing}"
+    assert not missing, f"imported but not declared in pyproject.toml: {missing}"
 
 
 def test_bm25s_is_pinned_to_the_installed_version():
-    (pin,) = re.findall(r'"bm25s==([^"]+)"', (ROOT / "setup.py").read_text())
+    (pin,) = [r.split("==", 1)[1] for r in _project()["dependencies"] if _dist_name(r) == "bm25s"]
     assert md.version("bm25s") == pin
 
 

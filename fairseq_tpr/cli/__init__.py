@@ -1,1 +1,1 @@
-"""Console scripts of fairseq_tpr (see ``entry_points`` in setup.py)."""
+"""Console scripts of fairseq_tpr (see ``[project.scripts]`` in pyproject.toml)."""
