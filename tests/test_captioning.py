@@ -16,7 +16,7 @@ from conftest import VENV_BIN, cli_env
 from fairseq.data import Dictionary, indexed_dataset
 from fairseq.sequence_generator import SequenceGenerator
 
-from fairseq_tpr.cli.caption_score import CaptionScoreError, collect, read_generate_log, score
+from fairseq_tpr.scoring.captions import CaptionScoreError, collect, read_generate_log, score
 from fairseq_tpr.cli.unbinding import main as unbinding_main
 from fairseq_tpr.data.shapes_corpus import write_shapes_corpus
 from fairseq_tpr.data.captioning import CaptionDataError, check_raw_split, load_features

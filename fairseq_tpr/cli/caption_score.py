@@ -19,112 +19,11 @@ Example::
 """
 import argparse
 import json
-import re
-import shutil
 import sys
-from collections import defaultdict
 from pathlib import Path
 
-METRICS = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr")
-
-
-class CaptionScoreError(ValueError):
-    pass
-
-
-def _lines(path):
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
-
-
-def read_generate_log(path):
-    """``{sample id: hypothesis}`` from a fairseq-generate log; detokenized ``D-`` lines win over ``H-``."""
-    hyps = {"H": {}, "D": {}}
-    pat = re.compile(r"^([HD])-(\d+)\t[^\t]*\t?(.*)$")
-    for line in _lines(path):
-        m = pat.match(line)
-        if m:
-            hyps[m.group(1)][int(m.group(2))] = m.group(3).strip()
-    out = hyps["D"] or hyps["H"]
-    if not out:
-        raise CaptionScoreError(f"{path} has no H-/D- hypothesis lines: is it the stdout of fairseq-generate?")
-    return out
-
-
-def collect(refs, ref_images, hyps, hyp_images):
-    """``(gts, res)`` dictionaries ``{image id: [captions]}`` for pycocoevalcap, checked."""
-    ref_lines, ref_ids = _lines(refs), [i.strip() for i in _lines(ref_images)]
-    if len(ref_lines) != len(ref_ids):
-        raise CaptionScoreError(f"{refs} has {len(ref_lines)} lines but {ref_images} has {len(ref_ids)}: "
-                                f"one image id per reference caption")
-    gts = defaultdict(list)
-    for c, i in zip(ref_lines, ref_ids):
-        gts[i].append(c)
-    hyp_ids = [i.strip() for i in _lines(hyp_images)]
-    if isinstance(hyps, dict):  # from a generate log: sample id -> caption
-        bad = [k for k in hyps if k >= len(hyp_ids)]
-        if bad:
-            raise CaptionScoreError(f"sample id {bad[0]} of the generate log has no line in {hyp_images} "
-                                    f"({len(hyp_ids)} lines): pass the S.feat.ids of the generated split")
-        if len(hyps) != len(hyp_ids):
-            missing = sorted(set(range(len(hyp_ids))) - set(hyps))
-            raise CaptionScoreError(f"the generate log has {len(hyps)} hypotheses for {len(hyp_ids)} images "
-                                    f"(first missing sample id {missing[0]}); run fairseq-generate with "
-                                    f"--required-batch-size-multiple 1 so that no image is dropped")
-        res = {hyp_ids[k]: [h] for k, h in hyps.items()}
-    else:
-        if len(hyps) != len(hyp_ids):
-            raise CaptionScoreError(f"{len(hyps)} hypotheses but {hyp_images} has {len(hyp_ids)} image ids")
-        res = {}
-        for n, (h, i) in enumerate(zip(hyps, hyp_ids), 1):
-            if i in res:
-                raise CaptionScoreError(f"{hyp_images} line {n}: image {i!r} has a second hypothesis")
-            res[i] = [h]
-    no_ref = [i for i in res if i not in gts]
-    if no_ref:
-        raise CaptionScoreError(f"image {no_ref[0]!r} ({len(no_ref)} in all) has a hypothesis but no reference "
-                                f"in {refs}")
-    return {i: gts[i] for i in res}, res
-
-
-def score(gts, res, ptb_tokenize=True, metrics=METRICS):
-    """pycocoevalcap scores ``{metric: value}`` (fractions, BLEU/METEOR/ROUGE in [0, 1])."""
-    needs_java = ptb_tokenize or "METEOR" in metrics
-    if needs_java and shutil.which("java") is None:
-        raise CaptionScoreError("pycocoevalcap's PTB tokenizer and METEOR need Java (`java` on PATH); install a "
-                                "JRE (scripts/system_deps.sh) or pass --no-ptb-tokenize --metrics without METEOR")
-    if ptb_tokenize:
-        from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
-
-        tok = PTBTokenizer()
-        gts = tok.tokenize({i: [{"caption": c} for c in cs] for i, cs in gts.items()})
-        res = tok.tokenize({i: [{"caption": c} for c in cs] for i, cs in res.items()})
-    else:
-        gts = {i: [" ".join(c.lower().split()) for c in cs] for i, cs in gts.items()}
-        res = {i: [" ".join(c.lower().split()) for c in cs] for i, cs in res.items()}
-    out = {}
-    if any(m.startswith("BLEU") for m in metrics):
-        from pycocoevalcap.bleu.bleu import Bleu
-
-        bleu, _ = Bleu(4).compute_score(gts, res, verbose=0)
-        out.update({f"BLEU-{n + 1}": float(b) for n, b in enumerate(bleu) if f"BLEU-{n + 1}" in metrics})
-    if "METEOR" in metrics:
-        from pycocoevalcap.meteor.meteor import Meteor
-
-        m = Meteor()
-        try:
-            out["METEOR"] = float(m.compute_score(gts, res)[0])
-        finally:
-            m.close() if hasattr(m, "close") else None
-    if "ROUGE-L" in metrics:
-        from pycocoevalcap.rouge.rouge import Rouge
-
-        out["ROUGE-L"] = float(Rouge().compute_score(gts, res)[0])
-    if "CIDEr" in metrics:
-        from pycocoevalcap.cider.cider import Cider
-
-        out["CIDEr"] = float(Cider().compute_score(gts, res)[0])
-    return out
+from fairseq_tpr.errors import FairseqTprError
+from fairseq_tpr.scoring.captions import METRICS, CaptionScoreError, collect, read_generate_log, read_lines, score
 
 
 def main(argv=None):
@@ -155,10 +54,10 @@ def main(argv=None):
         for p in (args.refs, args.ref_images, args.hyp_images, args.generate_log or args.hyps):
             if not Path(p).exists():
                 raise CaptionScoreError(f"{p}: no such file")
-        hyps = read_generate_log(args.generate_log) if args.generate_log else _lines(args.hyps)
+        hyps = read_generate_log(args.generate_log) if args.generate_log else read_lines(args.hyps)
         gts, res = collect(args.refs, args.ref_images, hyps, args.hyp_images)
         scores = score(gts, res, ptb_tokenize=not args.no_ptb_tokenize, metrics=args.metrics)
-    except CaptionScoreError as err:
+    except FairseqTprError as err:  # CaptionScoreError, or a generate log refused by its reader
         print(f"fairseq-tpr-caption-score: error: {err}", file=sys.stderr)
         sys.exit(1)
     n_refs = sum(len(v) for v in gts.values())

@@ -234,7 +234,7 @@ def caption_is_true(words, scene):
 def evaluate_generate_log(corpus_dir, split, generate_log):
     """Fractions of the split's images whose generated caption names both objects right, and whose
     caption is entirely true (objects, sizes, relation)."""
-    from ..cli.caption_score import read_generate_log
+    from ..scoring.captions import read_generate_log
 
     scenes = [json.loads(line) for line in Path(corpus_dir, f"{split}.scenes.jsonl").read_text().splitlines()]
     hyps = read_generate_log(generate_log)
