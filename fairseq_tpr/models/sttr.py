@@ -29,19 +29,18 @@ the criterion computes the shifting loss of Eq. 23 from them and from
 :meth:`STTRModel.target_embeddings`. With ``--tpr discrete`` it also returns ``role_attn`` (the
 role distributions of every binding, as ``tp_transformer_d``). Nothing is kept on ``self``.
 """
-from functools import partial
 from typing import Dict, List, Optional
 
 from fairseq.models import FairseqEncoder, register_model, register_model_architecture
 from fairseq.models.transformer import TransformerDecoder, TransformerEncoder, TransformerModel, base_architecture
 from torch import Tensor
 
-from ..modules.role_dictionary import DiscreteRoleBinding
+from ..errors import FairseqTprError
 from ..modules.template_fusion import TemplateAwareAttention, TemplateConcatenation
 from ..modules.tp_layers import RoleDecoderLayer, RoleEncoderLayer
 from .hydra_args import accepts_hydra_config
 from .hub_entry import plugin_from_pretrained
-from .tp_transformer_d import _keep_role_attn
+from .role_capture import ReturnsRoleAttention
 from .tpr_transformer_base import TPRTransformerDecoder, TPRTransformerEncoder, default_sizes
 
 TEMPLATE_MODES = ("none", "concat", "attention")
@@ -49,8 +48,8 @@ TPR_KINDS = ("none", "discrete")
 _EXTRA_KEYS = ("template_aware", "template_gate", "template_aware_padding_mask")
 
 
-class MissingTemplatesError(ValueError):
-    pass
+class MissingTemplatesError(FairseqTprError, ValueError):
+    """A batch without the template that STTR reads with every source."""
 
 
 def _missing_templates():
@@ -119,7 +118,7 @@ class STTREncoder(SourceOnlyEncoder):
 
 
 @register_model("sttr")
-class STTRModel(TransformerModel):
+class STTRModel(ReturnsRoleAttention, TransformerModel):
     """STTR (module docstring). Flags on top of fairseq's transformer: ``--template-mode``,
     ``--tpr``, ``--num-roles``, ``--role-dim``."""
 
@@ -209,20 +208,12 @@ class STTRModel(TransformerModel):
         (``[B x S]``), both empty lists unless ``--template-mode attention``, and with
         ``--tpr discrete`` ``role_attn``: binding name (``encoder.source_encoder.layers.0.self_attn_roles``,
         ``encoder.template_encoder...``, ``decoder...``) -> role distributions ``T x B x H x N_r`` (fp32)."""
-        role_attn: Dict[str, Tensor] = {}
-        handles = [  # --tpr discrete: the role distributions, kept only for this call (as tp_transformer_d)
-            module.register_forward_hook(partial(_keep_role_attn, role_attn, name))
-            for name, module in self.named_modules() if isinstance(module, DiscreteRoleBinding)
-        ]
-        try:
+        with self.role_attention() as role_attn:  # --tpr discrete: kept only for this call (as tp_transformer_d)
             encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, template_tokens=template_tokens,
                                        template_lengths=template_lengths, return_all_hiddens=return_all_hiddens)
             x, extra = self.decoder(prev_output_tokens, encoder_out=encoder_out, features_only=features_only,
                                     alignment_layer=alignment_layer, alignment_heads=alignment_heads,
                                     src_lengths=src_lengths, return_all_hiddens=return_all_hiddens)
-        finally:
-            for handle in handles:
-                handle.remove()
         if role_attn:
             extra["role_attn"] = role_attn
         extra["template_aware"] = encoder_out.get("template_aware", [])

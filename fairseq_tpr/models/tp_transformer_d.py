@@ -9,19 +9,15 @@ The role attention distributions of every binding are returned in the decoder's
 ``extra["role_attn"]`` (name -> ``T x B x H x N_r``, fp32) by :meth:`forward`;
 ``--criterion label_smoothed_cross_entropy_with_roles`` logs how one-hot they are.
 """
-from functools import partial
-from typing import Dict
-
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import TransformerDecoder, TransformerEncoder, base_architecture
-from torch import Tensor
-
-from ..modules import DiscreteRoleBinding, RoleDecoderLayer, RoleEncoderLayer
+from ..modules import RoleDecoderLayer, RoleEncoderLayer
+from .role_capture import ReturnsRoleAttention
 from .tpr_transformer_base import TPRTransformerDecoder, TPRTransformerEncoder, TPRTransformerModelBase, default_sizes
 
 
 @register_model("tp_transformer_d")
-class TPTransformerDModel(TPRTransformerModelBase):
+class TPTransformerDModel(ReturnsRoleAttention, TPRTransformerModelBase):
     """Encoder-decoder TP-Transformer with a role dictionary per attention sublayer."""
 
     family = "discrete-role TP-Transformer"
@@ -72,30 +68,15 @@ class TPTransformerDModel(TPRTransformerModelBase):
     def forward(self, src_tokens, src_lengths, prev_output_tokens, return_all_hiddens: bool = True,
                 features_only: bool = False, alignment_layer=None, alignment_heads=None):
         """As fairseq's, plus ``extra["role_attn"]``: binding name (e.g.
-        ``encoder.layers.0.self_attn_roles``) -> role distributions ``T x B x H x N_r`` (fp32).
-
-        The distributions are taken from each binding's output by forward hooks that live
-        only for this call; nothing is kept on the modules."""
-        role_attn: Dict[str, Tensor] = {}
-        handles = [
-            module.register_forward_hook(partial(_keep_role_attn, role_attn, name))
-            for name, module in self.named_modules()
-            if isinstance(module, DiscreteRoleBinding)
-        ]
-        try:
+        ``encoder.layers.0.self_attn_roles``) -> role distributions ``T x B x H x N_r`` (fp32),
+        collected for this call only (:class:`~fairseq_tpr.models.role_capture.ReturnsRoleAttention`)."""
+        with self.role_attention() as role_attn:
             x, extra = super().forward(
                 src_tokens, src_lengths, prev_output_tokens, return_all_hiddens=return_all_hiddens,
                 features_only=features_only, alignment_layer=alignment_layer, alignment_heads=alignment_heads,
             )
-        finally:
-            for handle in handles:
-                handle.remove()
         extra["role_attn"] = role_attn
         return x, extra
-
-
-def _keep_role_attn(store: Dict[str, Tensor], name: str, module, inputs, output):
-    store[name] = output[1]
 
 
 def _tpd_defaults(args):

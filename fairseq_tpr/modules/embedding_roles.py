@@ -14,10 +14,16 @@ The module sits in fairseq's ``layernorm_embedding`` slot of the encoder and dec
 which both apply it after adding positions and before dropout: exactly where Eq. 2
 places the binding. When ``--layernorm-embedding`` is also set, the layer norm runs
 first and the role is bound to its output.
+
+Published to :mod:`.taps` listeners (for the analysis): ``filler`` e (after the optional
+layer norm), ``role`` r and ``tpr`` z_0, each ``B x T x d_z`` (fairseq applies the slot
+batch-first).
 """
 from typing import Optional
 
 from torch import Tensor, nn
+
+from . import taps
 
 
 class EmbeddingRoleBinding(nn.Module):
@@ -34,4 +40,6 @@ class EmbeddingRoleBinding(nn.Module):
         if self.layer_norm is not None:
             e = self.layer_norm(e)
         r = self.role_proj(e)  # r_t = W^(p) e_t + b^(p)
-        return e * r  # z_t,0 = e_t * r_t
+        z = e * r  # z_t,0 = e_t * r_t
+        taps.publish(self, filler=e, role=r, tpr=z)
+        return z

@@ -10,7 +10,8 @@ residual connection (Eq. 3)::
 
 so H * d_r must equal d_m. The role softmax runs in fp32 (also under fp16/bf16) and
 its distributions are *returned* (never stored on the module) for analysis and for the
-``role_onehot`` validation metric.
+``role_onehot`` validation metric; F, R and the distributions are also published to the
+listeners of :mod:`.taps` (the models' ``extra["role_attn"]``, the analysis capture).
 """
 from typing import Tuple
 
@@ -18,11 +19,15 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from . import taps
 from .precision import accumulation_dtype
 
 
 class DiscreteRoleBinding(nn.Module):
     """``forward(F: T x B x d_m) -> (TPR(F): T x B x d_m, role_attn: T x B x H x N_r fp32)``.
+
+    Published to :mod:`.taps` listeners: ``filler`` F (``T x B x d_m``), ``role`` R
+    (``T x B x H x d_r``, fp32 or wider), ``role_attn`` and ``tpr`` (the output).
 
     Parameters: ``roles`` (N_r x d_r, the dictionary r) and ``role_scorer``
     (the H scorers W_r^h stacked: d_m -> H * N_r, no bias as in Eq. 5).
@@ -46,8 +51,10 @@ class DiscreteRoleBinding(nn.Module):
         roles_hat = F.normalize(self.roles.to(acc), p=2.0, dim=-1)  # N_r x d_r        (Eq. 4)
         logits = self.role_scorer(x).view(T, B, self.num_heads, self.num_roles)
         role_attn = torch.softmax(logits.to(acc), dim=-1)  # T x B x H x N_r, >= fp32  (Eq. 5)
-        R = torch.matmul(role_attn, roles_hat).reshape(T, B, C).to(x.dtype)  # T x B x H*d_r
-        return torch.addcmul(x, R, x), role_attn  # Eq. 6: R * F + F
+        R = torch.matmul(role_attn, roles_hat)  # T x B x H x d_r
+        tpr = torch.addcmul(x, R.reshape(T, B, C).to(x.dtype), x)  # Eq. 6: R * F + F
+        taps.publish(self, filler=x, role=R, role_attn=role_attn, tpr=tpr)
+        return tpr, role_attn
 
     def extra_repr(self) -> str:
         return f"heads={self.num_heads}, num_roles={self.num_roles}, role_dim={self.role_dim}"

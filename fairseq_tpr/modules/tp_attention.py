@@ -17,6 +17,11 @@ Incremental decoding keeps fairseq's cache layout (``prev_key``/``prev_value`` a
 ``B x H x S x d_k``, ``prev_key_padding_mask``) under the key the inherited
 ``_get_input_buffer`` owns, so the inherited ``reorder_incremental_state`` reorders
 it for beam search. Roles depend on the current query only: nothing extra is cached.
+
+When a :mod:`.taps` listener takes this module's read-out (the analysis capture), the
+attention runs the explicit path and publishes ``role`` r, ``filler`` v_bar and ``tpr``
+v_bar * r (each ``T x B x C``, heads concatenated), ``attn`` (the probabilities before dropout,
+``B x H x T x S``) and ``incremental`` (whether an incremental state was given).
 """
 from typing import Dict, Optional, Tuple
 
@@ -25,6 +30,7 @@ import torch.nn.functional as F
 from fairseq.modules import MultiheadAttention
 from torch import Tensor, nn
 
+from . import taps
 from .precision import accumulation_dtype
 
 
@@ -126,21 +132,26 @@ class TPMultiheadAttention(MultiheadAttention):
         p_drop = self.dropout_module.p if self.training else 0.0
 
         weights = None
-        if need_weights:
+        tapped = taps.wanted(self)
+        if need_weights or tapped:
             scores = torch.matmul(q, k.transpose(-1, -2)) * self.scaling  # B x H x T x S  (Eq. 5)
             if mask is not None:
                 scores = scores + mask
             probs_f = F.softmax(scores, dim=-1, dtype=accumulation_dtype(scores.dtype))
             probs = F.dropout(probs_f.type_as(q), p=p_drop)
             v_bar = torch.matmul(probs, v)  # B x H x T x d_k                   (Eq. 4)
-            weights = probs_f.transpose(0, 1)  # H x B x T x S
-            if not need_head_weights:
-                weights = weights.mean(dim=0)
+            if need_weights:
+                weights = probs_f.transpose(0, 1)  # H x B x T x S
+                if not need_head_weights:
+                    weights = weights.mean(dim=0)
         else:
             v_bar = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p_drop)
 
         v_bar = v_bar.permute(2, 0, 1, 3).reshape(tgt_len, bsz, self.embed_dim)  # T x B x C
-        return self.out_proj(v_bar * r), weights  # Eq. 6: W^(o) concat_h(v_bar^h * r^h) + b^(o)
+        tpr = v_bar * r
+        if tapped:
+            taps.publish(self, role=r, filler=v_bar, tpr=tpr, attn=probs_f, incremental=incremental_state is not None)
+        return self.out_proj(tpr), weights  # Eq. 6: W^(o) concat_h(v_bar^h * r^h) + b^(o)
 
     @staticmethod
     def _additive_mask(attn_mask: Optional[Tensor], key_padding_mask: Optional[Tensor],

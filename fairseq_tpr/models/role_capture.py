@@ -1,0 +1,39 @@
+"""How a model with discrete role dictionaries returns their role distributions.
+
+Every :class:`~fairseq_tpr.modules.DiscreteRoleBinding` publishes its distributions
+(``T x B x H x N_r``, fp32 or wider) to the listeners of :mod:`fairseq_tpr.modules.taps`;
+:meth:`ReturnsRoleAttention.role_attention` listens for the duration of one forward pass and
+collects them by module name, for the model to put in ``extra["role_attn"]``. Nothing is kept
+on the modules or the model between calls.
+"""
+from contextlib import contextmanager
+from typing import Dict, Iterator
+
+from torch import Tensor, nn
+
+from ..modules import taps
+from ..modules.role_dictionary import DiscreteRoleBinding
+
+
+class ReturnsRoleAttention:
+    """Mixin for an ``nn.Module`` model whose role bindings' distributions it returns::
+
+        with self.role_attention() as role_attn:
+            x, extra = ...  # the forward pass
+        extra["role_attn"] = role_attn  # binding name -> T x B x H x N_r
+    """
+
+    @contextmanager
+    def role_attention(self: nn.Module) -> Iterator[Dict[str, Tensor]]:
+        """Yields a dict that fills, during the ``with`` block, with binding name (e.g.
+        ``encoder.layers.0.self_attn_roles``) -> role distributions ``T x B x H x N_r``."""
+        names = {m: n for n, m in self.named_modules() if isinstance(m, DiscreteRoleBinding)}
+        role_attn: Dict[str, Tensor] = {}
+
+        def keep(module, values):
+            name = names.get(module)
+            if name is not None:  # a binding of this model (not of another one run inside the block)
+                role_attn[name] = values["role_attn"]
+
+        with taps.listen(keep, DiscreteRoleBinding):
+            yield role_attn
