@@ -1,10 +1,14 @@
 """Capture roles, fillers, TPRs, attention and role distributions from a frozen model.
 
-Nothing is changed in the model: forward hooks on the attention modules, the role
-bindings and the layers receive each module's inputs and output; roles and fillers are
-then *recomputed* from those inputs with the module's own weights, and the
-recomputation is checked against the output the module actually produced (a mismatch
-raises :class:`CaptureMismatch`, so a dump can never silently disagree with the model).
+Nothing is changed in the model and nothing is recomputed for the TPR modules: the TP
+attention, the role bindings and the embedding binding publish what they computed to the
+listeners of :mod:`fairseq_tpr.modules.taps`, and :class:`Capture` listens for one forward
+pass. Two things come from forward hooks instead: the layer outputs, and the attention
+probabilities of fairseq's own ``MultiheadAttention`` (the attention of ``tp_transformer_d``
+and of plain Transformers), whose fused path returns head-averaged weights only; those are
+recomputed from the module's inputs with its own weights and checked against the output it
+produced (a mismatch raises :class:`CaptureMismatch`, so a dump can never silently disagree
+with the model).
 
 Keys name one site of the network (``side.layer.kind``):
 
@@ -30,7 +34,7 @@ What each site holds, per token (``H`` heads):
 
 Arrays are returned per batch as ``B x T x ...`` (batch-first) tensors on the CPU.
 """
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from functools import partial
 from typing import Dict, Iterable, Optional
 
@@ -39,15 +43,17 @@ import torch.nn.functional as F
 from fairseq.modules import MultiheadAttention
 from torch import Tensor, nn
 
-from ..modules import DiscreteRoleBinding, EmbeddingRoleBinding, TPMultiheadAttention
+from ..errors import FairseqTprError
+from ..modules import DiscreteRoleBinding, EmbeddingRoleBinding, TPMultiheadAttention, taps
 from ..modules.precision import at_least_fp32
 
 ATOL = 1e-4  # recomputation vs module output (fp32); relative to the output scale, see _check
 COMPONENTS = ("role", "filler", "tpr", "role_attn", "attn", "out")
+_ROLE_PARTS = {"role", "filler", "tpr"}
 
 
-class CaptureMismatch(RuntimeError):
-    """The recomputed roles/fillers do not reproduce a module's output."""
+class CaptureMismatch(FairseqTprError, RuntimeError):
+    """The recomputed attention does not reproduce a module's output."""
 
 
 def model_kind(model: nn.Module) -> str:
@@ -86,7 +92,7 @@ def _check(name: str, recomputed: Tensor, actual: Tensor) -> float:
     scale = max(1.0, at_least_fp32(actual).abs().max().item()) if actual.numel() else 1.0
     if not diff <= ATOL * scale:
         raise CaptureMismatch(
-            f"{name}: the recomputed roles/fillers do not reproduce the module output (max |diff| {diff:.3g}). "
+            f"{name}: the recomputed attention does not reproduce the module output (max |diff| {diff:.3g}). "
             "The module's forward differs from the equations this capture assumes; this is a bug to report."
         )
     return diff
@@ -94,11 +100,11 @@ def _check(name: str, recomputed: Tensor, actual: Tensor) -> float:
 
 def recompute_attention(module: MultiheadAttention, query: Tensor, key: Tensor, value: Tensor,
                         key_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor]):
-    """Attention of one fairseq (TP-)MultiheadAttention call without incremental state.
+    """Attention of one call of fairseq's own ``MultiheadAttention`` without incremental state
+    (the TP attention publishes its own, see the module docstring).
 
-    query ``T x B x C``, key/value ``S x B x C``. Returns ``probs`` (``B x H x T x S``),
-    ``v_bar`` (``B x T x H x d_k``, the filler of Schlag Eq. 4), ``r`` (``B x T x H x d_k``
-    or None for plain attention) and the output ``T x B x C`` that the module should give.
+    query ``T x B x C``, key/value ``S x B x C``. Returns ``probs`` (``B x H x T x S``, at least
+    fp32) and the output ``T x B x C`` that the module should give.
     """
     T, B, C = query.shape
     S = key.size(0)
@@ -114,14 +120,8 @@ def recompute_attention(module: MultiheadAttention, query: Tensor, key: Tensor, 
     if key_padding_mask is not None:
         scores = scores.masked_fill(key_padding_mask.view(B, 1, 1, S).to(torch.bool), float("-inf"))
     probs = F.softmax(scores, dim=-1)
-    v_bar = torch.matmul(probs, at_least_fp32(v)).permute(0, 2, 1, 3)  # B x T x H x d
-    r = None
-    flat = v_bar.reshape(B, T, C)
-    if isinstance(module, TPMultiheadAttention):
-        r = at_least_fp32(module.r_proj(query)).transpose(0, 1).reshape(B, T, H, d)  # B x T x H x d   (Eq. 3)
-        flat = flat * r.reshape(B, T, C)  # Eq. 6 before W_o
-    out = module.out_proj(flat.to(query.dtype)).transpose(0, 1)  # T x B x C
-    return probs, v_bar, r, out
+    v_bar = torch.matmul(probs, at_least_fp32(v)).permute(2, 0, 1, 3).reshape(T, B, C)  # T x B x C
+    return probs, module.out_proj(v_bar.to(query.dtype))
 
 
 class Capture:
@@ -129,7 +129,8 @@ class Capture:
 
     ``with Capture(model, want={"role", "filler", "tpr", "role_attn", "out"}) as cap: model(...)``;
     then ``cap.data[key][component]`` is a ``B x T x ...`` CPU tensor (float32, or float64 for a float64 model) and
-    ``cap.max_diff`` the largest recomputation error seen. Only forward passes without
+    ``cap.max_diff`` the largest error of the recomputed attention of fairseq's own
+    ``MultiheadAttention`` (0 when there is none). Only forward passes without
     incremental state are captured (run teacher forcing on generated outputs instead).
     """
 
@@ -143,40 +144,71 @@ class Capture:
         self.keys = None if keys is None else set(keys)
         self.data: Dict[str, Dict[str, Tensor]] = {}
         self.max_diff = 0.0
-        self._handles = []
 
     def __enter__(self):
+        self._stack = ExitStack()
+        self._tapped: Dict[nn.Module, tuple] = {}  # module -> (site key, reader of its published values)
         for key, module in sites(self.model).items():
-            if self.keys is not None and key.replace(".roles", "") not in self.keys:
+            site = key.replace(".roles", "")
+            if self.keys is not None and site not in self.keys:
                 continue
-            if isinstance(module, MultiheadAttention):
-                if not self.want & {"role", "filler", "tpr", "attn"}:
-                    continue
-                hook = partial(self._attention, key)
+            if isinstance(module, TPMultiheadAttention):
+                if self.want & (_ROLE_PARTS | {"attn"}):
+                    self._tapped[module] = (site, self._tp_attention)
             elif isinstance(module, DiscreteRoleBinding):
-                if not self.want & {"role", "filler", "tpr", "role_attn"}:
-                    continue
-                hook = partial(self._discrete, key.replace(".roles", ""))
+                if self.want & (_ROLE_PARTS | {"role_attn"}):
+                    self._tapped[module] = (site, self._discrete)
             elif isinstance(module, EmbeddingRoleBinding):
-                if not self.want & {"role", "filler", "tpr"}:
-                    continue
-                hook = partial(self._embedding, key)
-            else:
-                if "out" not in self.want:
-                    continue
-                hook = partial(self._layer, key)
-            self._handles.append(module.register_forward_hook(hook, with_kwargs=True))
+                if self.want & _ROLE_PARTS:
+                    self._tapped[module] = (site, self._embedding)
+            elif isinstance(module, MultiheadAttention):  # fairseq's own: only the attention probabilities
+                if "attn" in self.want:
+                    self._hook(module, partial(self._attention, key))
+            elif "out" in self.want:
+                self._hook(module, partial(self._layer, key))
+        kinds = tuple({type(m) for m in self._tapped})
+        self._stack.enter_context(taps.listen(self._published, kinds))
         return self
 
     def __exit__(self, *exc):
-        for h in self._handles:
-            h.remove()
-        self._handles = []
+        self._stack.close()
         return False
+
+    def _hook(self, module: nn.Module, hook):
+        self._stack.callback(module.register_forward_hook(hook, with_kwargs=True).remove)
 
     def _put(self, key: str, comp: str, value: Tensor):
         if comp in self.want:
             self.data.setdefault(key, {})[comp] = at_least_fp32(value.detach()).cpu()
+
+    def _published(self, module, values):
+        site = self._tapped.get(module)
+        if site is not None:
+            key, read = site
+            read(key, module, values)
+
+    def _tp_attention(self, key, module, values):
+        """Schlag Eq. 3-6, as :class:`TPMultiheadAttention` published them (``T x B x C``)."""
+        if values["incremental"]:
+            raise ValueError("Capture needs full (teacher-forced) forward passes, not incremental decoding")
+        T, B, C = values["role"].shape
+        for comp in ("role", "filler", "tpr"):
+            self._put(key, comp, values[comp].transpose(0, 1).reshape(B, T, module.num_heads, -1))
+        self._put(key, "attn", values["attn"].transpose(1, 2))  # B x T x H x S
+
+    def _discrete(self, key, module, values):
+        """Jiang Eq. 3-6, as :class:`DiscreteRoleBinding` published them (``T x B x ...``)."""
+        T, B, C = values["filler"].shape  # F: the attention output after the residual (Eq. 3)
+        H = module.num_heads
+        self._put(key, "role", values["role"].transpose(0, 1))  # B x T x H x d_r  (Eq. 5)
+        self._put(key, "filler", values["filler"].transpose(0, 1).reshape(B, T, H, -1))
+        self._put(key, "tpr", values["tpr"].transpose(0, 1).reshape(B, T, H, -1))  # Eq. 6
+        self._put(key, "role_attn", values["role_attn"].transpose(0, 1))
+
+    def _embedding(self, key, module, values):
+        """Schlag Eq. 2 as one "head" (``B x T x 1 x C``; the embedding slot is batch-first)."""
+        for comp in ("role", "filler", "tpr"):
+            self._put(key, comp, values[comp].unsqueeze(2))
 
     @staticmethod
     def _arg(args, kwargs, name, pos):
@@ -189,40 +221,10 @@ class Capture:
         k_in = self._arg(args, kwargs, "key", 1)
         v_in = self._arg(args, kwargs, "value", 2)
         with torch.no_grad():
-            probs, v_bar, r, out = recompute_attention(
+            probs, out = recompute_attention(
                 module, query, k_in, v_in, kwargs.get("key_padding_mask"), kwargs.get("attn_mask"))
         self.max_diff = max(self.max_diff, _check(key, out, output[0]))
         self._put(key, "attn", probs.transpose(1, 2))  # B x T x H x S
-        if r is not None:  # continuous roles: Schlag Eq. 3-6
-            self._put(key, "role", r)
-            self._put(key, "filler", v_bar)
-            self._put(key, "tpr", v_bar * r)
-
-    def _discrete(self, key, module, args, kwargs, output):
-        x = args[0] if args else kwargs["x"]  # F: T x B x C (attention output after the residual, Eq. 3)
-        tpr, role_attn = output
-        T, B, C = x.shape
-        with torch.no_grad():
-            roles_hat = F.normalize(at_least_fp32(module.roles), p=2.0, dim=-1)  # Eq. 4
-            R = torch.matmul(at_least_fp32(role_attn), roles_hat)  # T x B x H x d_r  (Eq. 5)
-            rec = at_least_fp32(x) + R.reshape(T, B, C) * at_least_fp32(x)  # Eq. 6
-        self.max_diff = max(self.max_diff, _check(key, rec, tpr))
-        H = module.num_heads
-        self._put(key, "role", R.transpose(0, 1))
-        self._put(key, "filler", x.transpose(0, 1).reshape(B, T, H, -1))
-        self._put(key, "tpr", tpr.transpose(0, 1).reshape(B, T, H, -1))
-        self._put(key, "role_attn", role_attn.transpose(0, 1))
-
-    def _embedding(self, key, module, args, kwargs, output):
-        e = args[0] if args else kwargs["e"]  # B x T x C (fairseq applies the slot before the transpose)
-        with torch.no_grad():
-            e_in = module.layer_norm(e) if module.layer_norm is not None else e
-            r = module.role_proj(e_in)  # Eq. 2
-            rec = e_in * r
-        self.max_diff = max(self.max_diff, _check(key, rec, output))
-        self._put(key, "role", r.unsqueeze(2))  # B x T x 1 x C
-        self._put(key, "filler", e_in.unsqueeze(2))
-        self._put(key, "tpr", output.unsqueeze(2))
 
     def _layer(self, key, module, args, kwargs, output):
         x = output[0] if isinstance(output, tuple) else output  # T x B x C
