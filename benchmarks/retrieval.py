@@ -271,7 +271,7 @@ def main(argv=None):
         print(f"cli: {wall:.1f} s, peak RSS {rss:.2f} GiB", flush=True)
 
     from fairseq_tpr.cli.retrieve_templates import TemplateRetriever
-    from fairseq_tpr.data.corpora.rawio import read_lines
+    from fairseq_tpr.corpora.rawio import read_lines
 
     rss0 = _rss_gib()
     t0 = time.perf_counter()

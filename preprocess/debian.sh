@@ -6,8 +6,8 @@
 #   bash preprocess/debian.sh runs/debian
 #   bash preprocess/debian.sh OUT --lists-dir /path/to/lists --vocab-size 8000 --workers 2
 #
-# A thin wrapper around fairseq_tpr/data/debian_corpus.py (`--help` lists every option).
+# A thin wrapper around fairseq_tpr/corpora/debian.py (`--help` lists every option).
 set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/_python.sh"
-exec "$python" -m fairseq_tpr.data.debian_corpus "$@"
+exec "$python" -m fairseq_tpr.corpora.debian "$@"

@@ -8,7 +8,7 @@ from pathlib import Path
 from conftest import cli_env
 from fairseq.data import Dictionary, data_utils
 
-from fairseq_tpr.data.corpora import cnndm, prepare, wikihow
+from fairseq_tpr.corpora import cnndm, prepare, wikihow
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = ("--vocab-size", "60", "--workers", "1")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from fairseq.data import Dictionary, data_utils
 
-from fairseq_tpr.data import debian_corpus as dc
+from fairseq_tpr.corpora import debian as dc
 from conftest import cli_env
 
 REPO = Path(__file__).resolve().parents[1]

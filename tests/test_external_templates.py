@@ -12,7 +12,7 @@ from conftest import cli_env
 from fairseq.data import Dictionary, data_utils
 
 from fairseq_tpr.data import template_binarize
-from fairseq_tpr.data.corpora import prepare
+from fairseq_tpr.corpora import prepare
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS = "the cat sat on a mat while dogs ran past quickly and birds sang over green hills".split()

@@ -41,7 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 from tqdm import tqdm
 
-from ..data.corpora.rawio import CorpusError, read_lines
+from ..corpora.rawio import CorpusError, read_lines
 
 WORD = r"(?u)\b\w+\b"
 

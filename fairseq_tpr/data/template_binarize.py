@@ -23,8 +23,8 @@ from pathlib import Path
 
 from fairseq.data import Dictionary, indexed_dataset
 
-from .corpora.prepare import encode_all, encoder_of_build
-from .corpora.rawio import CorpusError, normalise, read_lines
+from ..corpora.prepare import encode_all, encoder_of_build
+from ..corpora.rawio import CorpusError, normalise, read_lines
 from .template_pair_dataset import TemplateDataError
 
 

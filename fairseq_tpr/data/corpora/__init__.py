@@ -1,2 +1,1 @@
-"""Readers for the standard raw releases of summarization and translation corpora, and the shared
-pipeline (:mod:`.prepare`) that turns them into binarized fairseq data."""
+"""Old home of the corpus builders, now :mod:`fairseq_tpr.corpora`: only the ``python -m`` alias :mod:`.prepare` is left."""

@@ -10,11 +10,14 @@
 """
 import json
 import re
+import sys
 
-from . import linefiles
+from . import linefiles, prepare
 from .rawio import CorpusError, RawSplit, read_text, require_dir
 
 DESCRIPTION = __doc__
+LANGS = ("source", "target")
+DEFAULT_BPE = "sentencepiece"
 SPLIT_JSON = "XSum-TRAINING-DEV-TEST-SPLIT-90-5-5.json"
 JSON_KEYS = {"train": "train", "valid": "validation", "test": "test"}
 SECTION = re.compile(r"^\[SN\]([A-Z-]+)\[SN\]\s*$", re.M)
@@ -76,3 +79,12 @@ def read(raw, args):
     raise CorpusError(
         f"{raw}: no XSum layout found; expected either the line files {linefiles.expected(('source', 'target'))} "
         f"or the original release: {SPLIT_JSON} and bbc-summary-data/<id>.summary")
+
+
+def main(argv=None):
+    """``python -m fairseq_tpr.corpora.xsum RAW OUT [options]`` (``preprocess/xsum.sh``); see :mod:`.prepare`."""
+    return prepare.main(["xsum", *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

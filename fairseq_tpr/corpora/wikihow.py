@@ -18,9 +18,12 @@ import io
 import re
 import sys
 
+from . import prepare
 from .rawio import SPLITS, CorpusError, RawSplit, read_lines, read_text, require_dir, require_files
 
 DESCRIPTION = __doc__
+LANGS = ("source", "target")
+DEFAULT_BPE = "sentencepiece"
 CSV_NAME = "wikihowAll.csv"
 LIST_NAMES = {"train": "all_train.txt", "valid": "all_val.txt", "test": "all_test.txt"}
 MAX_NOT_FOUND = 0.10
@@ -92,3 +95,12 @@ def read(raw, args):
     return splits, {"layout": "wikihowAll.csv + all_{train,val,test}.txt", "csv_rows": n_rows,
                     "csv_rows_dropped_headline_not_shorter_than_0.75_text": n_short,
                     "titles_not_found": not_found}
+
+
+def main(argv=None):
+    """``python -m fairseq_tpr.corpora.wikihow RAW OUT [options]`` (``preprocess/wikihow.sh``); see :mod:`.prepare`."""
+    return prepare.main(["wikihow", *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -12,11 +12,14 @@
    skipped by ``--on-empty``).
 """
 import hashlib
+import sys
 
-from . import linefiles
+from . import linefiles, prepare
 from .rawio import SPLITS, CorpusError, RawSplit, read_lines, read_text, require_dir
 
 DESCRIPTION = __doc__
+LANGS = ("source", "target")
+DEFAULT_BPE = "sentencepiece"
 LIST_NAMES = {"train": "all_train.txt", "valid": "all_val.txt", "test": "all_test.txt"}
 STORY_DIRS = ("cnn/stories", "dailymail/stories")
 END_PUNCT = (".", "!", "?", "'", '"', "\u2019", "\u201d", ")", ":", ";")
@@ -89,3 +92,12 @@ def read(raw, args):
         f"{raw}: no CNN/Daily Mail layout found; expected either the line files "
         f"{linefiles.expected(('source', 'target'))} or the original release: cnn/stories/*.story, "
         f"dailymail/stories/*.story and url_lists/all_{{train,val,test}}.txt")
+
+
+def main(argv=None):
+    """``python -m fairseq_tpr.corpora.cnndm RAW OUT [options]`` (``preprocess/cnndm.sh``); see :mod:`.prepare`."""
+    return prepare.main(["cnndm", *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

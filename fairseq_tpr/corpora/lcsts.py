@@ -18,10 +18,14 @@ short_text, summary = summary. The default ``--bpe char`` writes one character p
 (a space inside the text becomes ``▁``); ``--truncate-source`` then counts characters.
 """
 import re
+import sys
 
+from . import prepare
 from .rawio import SPLITS, CorpusError, RawSplit, read_text, require_dir
 
 DESCRIPTION = __doc__
+LANGS = ("source", "target")
+DEFAULT_BPE = "char"
 PARTS = {"train": "PART_I.txt", "valid": "PART_II.txt", "test": "PART_III.txt"}
 DOC = re.compile(r"<doc\b[^>]*>(.*?)</doc>", re.S)
 FIELD = {name: re.compile(rf"<{name}>(.*?)</{name}>", re.S) for name in ("human_label", "summary", "short_text")}
@@ -79,3 +83,12 @@ def read(raw, args):
         splits[split], n_docs, n_low = read_part(base / PARTS[split], min_label)
         extra["docs"][split], extra["dropped_low_human_label"][split] = n_docs, n_low
     return splits, extra
+
+
+def main(argv=None):
+    """``python -m fairseq_tpr.corpora.lcsts RAW OUT [options]`` (``preprocess/lcsts.sh``); see :mod:`.prepare`."""
+    return prepare.main(["lcsts", *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -8,10 +8,14 @@ spaces; summary = the abstract sentences without the ``<S>``/``</S>`` tags, join
 """
 import json
 import re
+import sys
 
+from . import prepare
 from .rawio import SPLITS, CorpusError, RawSplit, read_lines, require_dir
 
 DESCRIPTION = __doc__
+LANGS = ("source", "target")
+DEFAULT_BPE = "sentencepiece"
 NAMES = {"train": ("train.txt",), "valid": ("val.txt", "valid.txt"), "test": ("test.txt",)}
 TAGS = re.compile(r"</?S>")
 
@@ -52,3 +56,12 @@ def read(raw, args):
     if missing:
         raise CorpusError(f"{raw}: arXiv layout incomplete, missing {', '.join(missing)}")
     return {s: read_file(p) for s, p in found.items()}, {"layout": "JSON lines {train,val,test}.txt"}
+
+
+def main(argv=None):
+    """``python -m fairseq_tpr.corpora.arxiv RAW OUT [options]`` (``preprocess/arxiv.sh``); see :mod:`.prepare`."""
+    return prepare.main(["arxiv", *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

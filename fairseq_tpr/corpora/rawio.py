@@ -1,6 +1,6 @@
 """Reading raw corpus files with errors that name the file and line.
 
-Every reader in this package goes through these helpers, so that undecodable bytes, missing
+Every reader in :mod:`fairseq_tpr.corpora` goes through these helpers, so that undecodable bytes, missing
 files and mismatched line counts are reported the same way, before any long work starts.
 """
 import unicodedata
@@ -8,11 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, List
 
+from ..errors import FairseqTprError
+
 SPLITS = ("train", "valid", "test")
 
 
-class CorpusError(Exception):
-    """A problem with the user's raw data or options: printed as ``error: <message>``, no traceback."""
+class CorpusError(FairseqTprError, ValueError):
+    """A problem with the user's raw data or options, the one error class of :mod:`fairseq_tpr.corpora`:
+    the builders print it as ``error: <message>``, without a traceback."""
 
 
 def require_dir(path, what="raw data directory"):

@@ -47,23 +47,3 @@ def read_or_explain(raw, exts, corpus, other_layouts=""):
                           f"{other_layouts}")
     return read(raw, exts)
 
-
-class Gigaword:
-    DESCRIPTION = """Gigaword headline generation: RAW holds {train,valid,test}.{src,tgt} (article first
-sentence, headline; one example per line, as in BiSET's release). Template files that may sit
-alongside (BiSET's *.template / retrieval output) are ignored here."""
-
-    @staticmethod
-    def read(raw, args):
-        return read_or_explain(raw, ("src", "tgt"), "Gigaword"), {"layout": "line files {split}.{src,tgt}"}
-
-
-class WMT14:
-    DESCRIPTION = """WMT'14 English-German: RAW holds {train,valid,test}.{en,de} as written by fairseq's
-examples/translation/prepare-wmt14en2de.sh (tokenized and BPE'd, '@@ ' continuation markers).
-The default --bpe none binarizes the text as it is; OUT/text/ gets the markers removed."""
-    STRIP_BPE = True
-
-    @staticmethod
-    def read(raw, args):
-        return read_or_explain(raw, ("en", "de"), "WMT'14 en-de"), {"layout": "line files {split}.{en,de}"}
