@@ -48,14 +48,16 @@ class LabelSmoothedCrossEntropyWithRolesCriterion(LabelSmoothedCrossEntropyCrite
     def forward(self, model, sample, reduce=True):
         net_output = model(**sample["net_input"])
         loss, nll_loss = self.compute_loss(model, net_output, sample, reduce=reduce)
-        sample_size = sample["target"].size(0) if self.sentence_avg else sample["ntokens"]
+        nsentences = sample["target"].size(0)
+        sample_size = nsentences if self.sentence_avg else sample["ntokens"]
         logging_output = {
-            "loss": loss.data,
             "nll_loss": nll_loss.data,
             "ntokens": sample["ntokens"],
-            "nsentences": sample["target"].size(0),
+            "nsentences": nsentences,
             "sample_size": sample_size,
         }
+        loss = self.add_terms(loss, model, net_output, sample, sample_size, logging_output, reduce)
+        logging_output["loss"] = loss.data
         if self.report_accuracy:
             n_correct, total = self.compute_accuracy(model, net_output, sample)
             logging_output["n_correct"] = n_correct.data
@@ -63,15 +65,19 @@ class LabelSmoothedCrossEntropyWithRolesCriterion(LabelSmoothedCrossEntropyCrite
         role_attn = net_output[1].get("role_attn") if isinstance(net_output[1], dict) else None
         if role_attn:
             with torch.no_grad():
-                onehot, total = role_onehot_counts(
-                    role_attn,
-                    sample["net_input"]["src_tokens"].ne(self.padding_idx),
-                    sample["target"].ne(self.padding_idx),
-                    self.role_onehot_threshold,
-                )
-            logging_output["role_onehot_n"] = onehot
-            logging_output["role_dists"] = total
+                logging_output["role_onehot_n"], logging_output["role_dists"] = self.role_counts(role_attn, sample)
         return loss, sample_size, logging_output
+
+    def add_terms(self, loss, model, net_output, sample, sample_size, logging_output, reduce):
+        """Loss terms beyond label-smoothed cross-entropy, for subclasses: returns ``loss`` plus
+        them, each logged in ``logging_output`` under its own name. None here."""
+        return loss
+
+    def role_counts(self, role_attn, sample):
+        """(distributions with max > ``--role-onehot-threshold``, distributions), padding
+        excluded: encoder bindings are masked with the source, the others with the target."""
+        return role_onehot_counts(role_attn, sample["net_input"]["src_tokens"].ne(self.padding_idx),
+                                  sample["target"].ne(self.padding_idx), self.role_onehot_threshold)
 
     @classmethod
     def reduce_metrics(cls, logging_outputs) -> None:

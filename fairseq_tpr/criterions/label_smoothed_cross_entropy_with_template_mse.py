@@ -30,16 +30,16 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 from fairseq.criterions import register_criterion
-from fairseq.criterions.label_smoothed_cross_entropy import (
-    LabelSmoothedCrossEntropyCriterion,
-    LabelSmoothedCrossEntropyCriterionConfig,
-)
 from fairseq.logging import metrics
 from torch import Tensor
 
 from ..modules.precision import at_least_fp32
 from ..modules.template_fusion import masked_mean, shifting_loss
-from .label_smoothed_cross_entropy_with_roles import role_onehot_counts
+from .label_smoothed_cross_entropy_with_roles import (
+    LabelSmoothedCrossEntropyWithRolesConfig,
+    LabelSmoothedCrossEntropyWithRolesCriterion,
+    role_onehot_counts,
+)
 
 
 def representation_similarity(h: Tensor, source_padding_mask: Optional[Tensor], e_t: Tensor,
@@ -57,56 +57,40 @@ def representation_similarity(h: Tensor, source_padding_mask: Optional[Tensor], 
 
 
 @dataclass
-class LabelSmoothedCrossEntropyWithTemplateMSEConfig(LabelSmoothedCrossEntropyCriterionConfig):
+class LabelSmoothedCrossEntropyWithTemplateMSEConfig(LabelSmoothedCrossEntropyWithRolesConfig):
     template_mse_lambda: float = field(
         default=1.0, metadata={"help": "weight of STTR's shifting loss (Eq. 23); 0 = cross-entropy only"}
-    )
-    role_onehot_threshold: float = field(
-        default=0.98, metadata={"help": "with --tpr discrete: a role distribution counts as one-hot when its "
-                                        "maximum exceeds this (logged as role_onehot)"}
     )
 
 
 @register_criterion("label_smoothed_cross_entropy_with_template_mse",
                     dataclass=LabelSmoothedCrossEntropyWithTemplateMSEConfig)
-class LabelSmoothedCrossEntropyWithTemplateMSECriterion(LabelSmoothedCrossEntropyCriterion):
+class LabelSmoothedCrossEntropyWithTemplateMSECriterion(LabelSmoothedCrossEntropyWithRolesCriterion):
+    """``label_smoothed_cross_entropy_with_roles`` plus the shifting loss (module docstring)."""
+
     def __init__(self, task, sentence_avg, label_smoothing, ignore_prefix_size=0, report_accuracy=False,
                  template_mse_lambda=1.0, role_onehot_threshold=0.98):
-        super().__init__(task, sentence_avg, label_smoothing, ignore_prefix_size, report_accuracy)
+        super().__init__(task, sentence_avg, label_smoothing, ignore_prefix_size, report_accuracy,
+                         role_onehot_threshold=role_onehot_threshold)
         if template_mse_lambda < 0:
             raise ValueError(f"--template-mse-lambda must be >= 0 (got {template_mse_lambda})")
         self.template_mse_lambda = template_mse_lambda
-        self.role_onehot_threshold = role_onehot_threshold
 
-    def forward(self, model, sample, reduce=True):
-        net_output = model(**sample["net_input"])
-        loss, nll_loss = self.compute_loss(model, net_output, sample, reduce=reduce)
-        nsentences = sample["target"].size(0)
-        sample_size = nsentences if self.sentence_avg else sample["ntokens"]
-        logging_output = {
-            "nll_loss": nll_loss.data,
-            "ntokens": sample["ntokens"],
-            "nsentences": nsentences,
-            "sample_size": sample_size,
-        }
+    def add_terms(self, loss, model, net_output, sample, sample_size, logging_output, reduce):
+        """``loss + lambda * sum_b L_mse(b) * sample_size / nsentences`` (module docstring); logs
+        ``template_mse``, ``template_sim`` and ``template_n``."""
         terms = self.shifting_terms(model, net_output, sample)
-        if terms is not None:
-            mse, sim = terms  # B, B
-            if self.template_mse_lambda != 0:
-                weight = self.template_mse_lambda * sample_size / nsentences
-                loss = loss + weight * (mse.sum() if reduce else mse)
-            logging_output["template_mse"] = mse.sum().data
-            logging_output["template_sim"] = sim.sum().data
-            logging_output["template_n"] = nsentences
-        role_attn = net_output[1].get("role_attn") if isinstance(net_output[1], dict) else None
-        if role_attn:  # --tpr discrete: how one-hot the role distributions are (Jiang et al. Sec. 5)
-            logging_output["role_onehot_n"], logging_output["role_dists"] = self.role_counts(role_attn, sample)
-        logging_output["loss"] = loss.data
-        if self.report_accuracy:
-            n_correct, total = self.compute_accuracy(model, net_output, sample)
-            logging_output["n_correct"] = n_correct.data
-            logging_output["total"] = total.data
-        return loss, sample_size, logging_output
+        if terms is None:
+            return loss
+        mse, sim = terms  # B, B
+        nsentences = sample["target"].size(0)
+        if self.template_mse_lambda != 0:
+            weight = self.template_mse_lambda * sample_size / nsentences
+            loss = loss + weight * (mse.sum() if reduce else mse)
+        logging_output["template_mse"] = mse.sum().data
+        logging_output["template_sim"] = sim.sum().data
+        logging_output["template_n"] = nsentences
+        return loss
 
     def shifting_terms(self, model, net_output, sample):
         """(``L_mse`` per sentence, Eq. 23; similarity per sentence, Eq. 26 mapped to [0, 1]), or None
@@ -129,35 +113,22 @@ class LabelSmoothedCrossEntropyWithTemplateMSECriterion(LabelSmoothedCrossEntrop
         return mse, representation_similarity(h_ts, source_mask, e_t, target_mask)
 
     def role_counts(self, role_attn, sample):
-        """(distributions with max > ``--role-onehot-threshold``, distributions), padding excluded:
-        template-encoder bindings are masked with the template, other encoder bindings with the
-        source, decoder bindings with the target."""
-        net_input = sample["net_input"]
+        """As the roles criterion, but template-encoder bindings are masked with the template."""
         template = {k: v for k, v in role_attn.items() if k.startswith("encoder.template_encoder.")}
         rest = {k: v for k, v in role_attn.items() if k not in template}
-        target_mask = sample["target"].ne(self.padding_idx)
-        with torch.no_grad():
-            n1, t1 = role_onehot_counts(rest, net_input["src_tokens"].ne(self.padding_idx), target_mask,
-                                        self.role_onehot_threshold)
-            n2, t2 = (role_onehot_counts(template, net_input["template_tokens"].ne(self.padding_idx), target_mask,
-                                         self.role_onehot_threshold) if template else (0, 0))
-        return n1 + n2, t1 + t2
+        n, total = super().role_counts(rest, sample)
+        if template:
+            n2, t2 = role_onehot_counts(template, sample["net_input"]["template_tokens"].ne(self.padding_idx),
+                                        sample["target"].ne(self.padding_idx), self.role_onehot_threshold)
+            n, total = n + n2, total + t2
+        return n, total
 
     @classmethod
     def reduce_metrics(cls, logging_outputs) -> None:
-        super().reduce_metrics(logging_outputs)
-        dists = sum(log.get("role_dists", 0) for log in logging_outputs)
-        if dists > 0:
-            onehot = sum(log.get("role_onehot_n", 0) for log in logging_outputs)
-            metrics.log_scalar("role_onehot", onehot / dists, dists, round=4)
+        super().reduce_metrics(logging_outputs)  # loss, nll_loss, ppl, role_onehot
         n = sum(log.get("template_n", 0) for log in logging_outputs)
         if n > 0:
             mse = sum(float(log.get("template_mse", 0)) for log in logging_outputs)
             sim = sum(float(log.get("template_sim", 0)) for log in logging_outputs)
             metrics.log_scalar("template_mse", mse / n, n, round=4)
             metrics.log_scalar("template_sim", sim / n, n, round=4)
-
-    @staticmethod
-    def logging_outputs_can_be_summed() -> bool:
-        return True
-
