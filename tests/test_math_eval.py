@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from fairseq_tpr.cli import math_eval as me
+from fairseq_tpr.cli.math_eval import main as math_eval_main
+from fairseq_tpr.scoring import ScoringInputError
+from fairseq_tpr.scoring import math_eval as me
 from fairseq_tpr.data.math_dataset import tokenize
 from test_math_dataset import EXTRAPOLATE, INTERPOLATE, UNK, _ok, run_script, write_release
 
@@ -148,7 +150,7 @@ def gen_dir(tmp_path):
 
 def test_generate_dir_report(gen_dir, capsys):
     data_bin, gen = gen_dir
-    assert me.main([str(data_bin), "--generate-dir", str(gen)]) == 0
+    assert math_eval_main([str(data_bin), "--generate-dir", str(gen)]) == 0
     report = json.loads((gen / "math_eval.json").read_text())
     per = report["per_module"]
     assert per["interpolate"]["comparison__pair"] == {"subset": "test", "n": 3, "correct": 2,
@@ -166,14 +168,14 @@ def test_generate_dir_report(gen_dir, capsys):
 
 def test_out_dir(gen_dir, tmp_path):
     data_bin, gen = gen_dir
-    assert me.main([str(data_bin), "--generate-dir", str(gen), "--out-dir", str(tmp_path / "report")]) == 0
+    assert math_eval_main([str(data_bin), "--generate-dir", str(gen), "--out-dir", str(tmp_path / "report")]) == 0
     assert sorted(p.name for p in (tmp_path / "report").iterdir()) == ["math_eval.json", "math_eval.md"]
 
 
 def test_missing_hypotheses_give_an_error_and_no_report(gen_dir, capsys):
     data_bin, gen = gen_dir
     (gen / "generate-test1.txt").write_text(generate_output(OUTPUTS["test1"][:1], "test1"))
-    assert me.main([str(data_bin), "--generate-dir", str(gen)]) == 1
+    assert math_eval_main([str(data_bin), "--generate-dir", str(gen)]) == 1
     err = capsys.readouterr().err
     assert "error: generate-test1.txt (interpolate/numbers__place_value): 1 of 2 hypotheses, missing ids 1." in err
     assert not (gen / "math_eval.md").exists() and not (gen / "math_eval.json").exists()
@@ -182,22 +184,52 @@ def test_missing_hypotheses_give_an_error_and_no_report(gen_dir, capsys):
 def test_missing_generate_file(gen_dir, capsys):
     data_bin, gen = gen_dir
     (gen / "generate-test2.txt").unlink()
-    assert me.main([str(data_bin), "--generate-dir", str(gen)]) == 1
+    assert math_eval_main([str(data_bin), "--generate-dir", str(gen)]) == 1
     err = capsys.readouterr().err
     assert f"error: {gen} lacks generate-test2.txt" in err and "--path CHECKPOINT" in err
 
 
 def test_data_bin_without_test_sets(tmp_path, capsys):
-    assert me.main([str(tmp_path), "--generate-dir", str(tmp_path)]) == 1
+    assert math_eval_main([str(tmp_path), "--generate-dir", str(tmp_path)]) == 1
     assert "test_sets.json is missing" in capsys.readouterr().err
-    assert me.main([str(tmp_path / "nope"), "--generate-dir", str(tmp_path)]) == 1
+    assert math_eval_main([str(tmp_path / "nope"), "--generate-dir", str(tmp_path)]) == 1
     assert "does not exist; build it with preprocess/math_dataset.sh" in capsys.readouterr().err
 
 
 def test_missing_checkpoint(gen_dir, capsys):
     data_bin, gen = gen_dir
-    assert me.main([str(data_bin), "--path", str(gen / "nope.pt")]) == 1
+    assert math_eval_main([str(data_bin), "--path", str(gen / "nope.pt")]) == 1
     assert f"error: checkpoint {gen / 'nope.pt'} does not exist." in capsys.readouterr().err
+
+
+def test_hypothesis_without_score_column_is_refused(gen_dir, capsys):
+    """Read naively, ``H-0<TAB>5`` is an empty hypothesis, and perfect output would score 0.00%."""
+    data_bin, gen = gen_dir
+    text = generate_output(OUTPUTS["test1"], "test1", shuffle=False)
+    bad = text.replace("H-1\t-0.25\t4", "H-1\t4")
+    assert bad != text
+    with pytest.raises(ScoringInputError, match=r"<text> line \d+: an H- line must read .*no score column"):
+        me.parse_generate_output(bad, "<text>")
+    (gen / "generate-test1.txt").write_text(bad)
+    assert math_eval_main([str(data_bin), "--generate-dir", str(gen)]) == 1
+    err = capsys.readouterr().err
+    line = bad.splitlines().index("H-1\t4") + 1
+    assert f"error: {gen / 'generate-test1.txt'} line {line}: an H- line must read" in err
+    assert not (gen / "math_eval.md").exists()
+
+
+def test_concatenated_runs_with_conflicting_targets_are_refused(gen_dir, capsys):
+    data_bin, gen = gen_dir
+    first = generate_output(OUTPUTS["test1"], "test1", shuffle=False)
+    other = [(0, "What is the tens digit of 35?", "3", "3"), (1, "What is the tens digit of 250?", "5", "5")]
+    second = generate_output(other, "test1", shuffle=False)
+    (gen / "generate-test1.txt").write_text(first + second)
+    assert math_eval_main([str(data_bin), "--generate-dir", str(gen)]) == 1
+    err = capsys.readouterr().err
+    line = (first + second).splitlines().index(f"S-1\t{tokenize(other[1][1])}") + 1
+    assert f"error: {gen / 'generate-test1.txt'} line {line}: sample id 1 has two different S- lines" in err
+    with pytest.raises(ScoringInputError, match="sample id 1 has two different T- lines"):
+        me.parse_generate_output(first + second.replace(f"S-1\t{tokenize(other[1][1])}\n", ""))
 
 
 def test_console_script_error_has_no_traceback(gen_dir, run_cli):

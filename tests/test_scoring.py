@@ -475,7 +475,7 @@ def test_error_hypothesis_line_without_score(tmp_path, capsys):
     log.write_text("S-0\ta b\nT-0\ta b\nH-0\t-0.2\ta b\nS-1\tc d\nT-1\tc d\nH-1\tc d\n")
     err = _error(["--generate-log", log], capsys)
     assert f"{log} line 6:" in err and "H-<id>\\t<score>\\t<text>" in err and "no score column" in err
-    with pytest.raises(ScoringInputError, match="line 6: a H- line must read"):
+    with pytest.raises(ScoringInputError, match="line 6: an H- line must read"):
         parse_generate_log(log)
     log.write_text("T-0\ta b\nH-0\t-0.2\ta b\nD-0\ta b\n")  # a D- line is held to the same format
     with pytest.raises(ScoringInputError, match=r"gen\.out line 3: a D- line must read"):

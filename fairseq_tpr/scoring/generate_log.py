@@ -98,7 +98,7 @@ def _split_score(rest: str, kind: str, path, line_no: int, line: str):
         value = None
     if not tab or value is None:
         raise ScoringInputError(
-            f"{path} line {line_no}: a {kind}- line must read '{kind}-<id>\\t<score>\\t<text>' as fairseq-generate "
+            f"{path} line {line_no}: {'an' if kind == 'H' else 'a'} {kind}- line must read '{kind}-<id>\\t<score>\\t<text>' as fairseq-generate "
             f"prints it, got {line!r} (no score column); pass the unmodified fairseq-generate output")
     return value, text
 
