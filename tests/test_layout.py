@@ -1,0 +1,128 @@
+"""The layout rule of docs/architecture.md: a lower room never imports a higher one.
+
+Every ``import`` of every module of the package is read with ``ast`` (imports inside functions
+included: a lazy import is still a dependency) and resolved to the room it lands in. The order
+(the one-way flow raw corpus -> corpora/ -> data-bin -> data/ -> models/ -> scoring/ / analysis/
+-> tables and plots, with the building blocks below and the console scripts on top):
+
+    0  errors.py, fairseq_fixes.py, checkpoint_io.py, checkpoint_safety.py (package root)
+    1  modules/
+    2  data/
+    3  corpora/
+    4  models/, tasks/, criterions/, hub.py
+    5  scoring/, grammar/
+    6  analysis/
+    7  fairseq_tpr/__init__.py (imports everything that registers)
+    8  cli/
+
+A module may import its own level and the levels below. ``import fairseq_tpr`` (the package,
+for its registrations) is allowed anywhere: Python has imported it already as the parent of any
+submodule, so it adds no dependency.
+"""
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "fairseq_tpr"
+LEVELS = {
+    "errors": 0, "fairseq_fixes": 0, "checkpoint_io": 0, "checkpoint_safety": 0,
+    "modules": 1,
+    "data": 2,
+    "corpora": 3,
+    "models": 4, "tasks": 4, "criterions": 4, "hub": 4,
+    "scoring": 5, "grammar": 5,
+    "analysis": 6,
+    "__init__": 7,
+    "cli": 8,
+}
+NOT_CODE = {"config"}  # package data (Hydra YAML), no Python
+
+
+def _module_name(path):
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_module(name):
+    """Whether ``fairseq_tpr.a.b`` is a module or package of this checkout."""
+    rel = Path(*name.split("."))
+    return (REPO / rel.with_suffix(".py")).is_file() or (REPO / rel / "__init__.py").is_file()
+
+
+def _room(name):
+    """``fairseq_tpr.models.atpl`` -> ``models``; ``fairseq_tpr.errors`` -> ``errors``; the package -> ``__init__``."""
+    parts = name.split(".")
+    return "__init__" if len(parts) == 1 else parts[1]
+
+
+def _imports(path):
+    """``[(line, imported module name)]`` of the fairseq_tpr modules that ``path`` imports."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "fairseq_tpr"]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            if module.split(".")[0] != "fairseq_tpr":
+                continue
+            subs = [f"{module}.{a.name}" for a in node.names if _is_module(f"{module}.{a.name}")]
+            out += [(node.lineno, m) for m in subs] or [(node.lineno, module)]
+    return out
+
+
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+def test_every_module_is_in_a_room():
+    rooms = {_room(_module_name(p)) for p in MODULES}
+    assert not rooms - set(LEVELS), (f"modules outside the rooms of docs/architecture.md: {sorted(rooms - set(LEVELS))}; "
+                                     "put them in a room, or add the room here and to docs/architecture.md")
+    subpackages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert subpackages - NOT_CODE <= set(LEVELS)
+
+
+def test_the_rooms_are_documented():
+    doc = (REPO / "docs/architecture.md").read_text(encoding="utf-8")
+    for room in LEVELS:
+        if room != "__init__":
+            assert f"`{room}/`" in doc or f"`{room}.py`" in doc, f"{room} is not described in docs/architecture.md"
+
+
+def _violations():
+    found = []
+    for path in MODULES:
+        name = _module_name(path)
+        level = LEVELS[_room(name)]
+        for line, target in _imports(path):
+            if target == "fairseq_tpr":
+                continue  # the package itself: registration, imported before any submodule anyway
+            if LEVELS[_room(target)] > level:
+                found.append(f"{path.relative_to(REPO)}:{line}: {_room(name)} (level {level}) imports {target} "
+                             f"({_room(target)}, level {LEVELS[_room(target)]})")
+    return found
+
+
+def test_the_rule_resolves_relative_and_submodule_imports():
+    # fairseq_tpr/__init__.py: "from .errors import install_excepthook", "from . import criterions, models"
+    names = {m for _, m in _imports(PACKAGE / "__init__.py")}
+    assert {"fairseq_tpr.errors", "fairseq_tpr.criterions", "fairseq_tpr.models"} <= names
+    assert "fairseq_tpr.errors.install_excepthook" not in names
+    assert _room("fairseq_tpr.models.atpl") == "models" and _room("fairseq_tpr.hub") == "hub"
+    assert _room("fairseq_tpr") == "__init__"
+
+
+@pytest.mark.xfail(strict=False, reason="modules are being moved into their rooms (data/ builders -> corpora/, "
+                   "cli logic -> scoring/ grammar/ analysis/); made a plain test once the tree conforms")
+def test_no_room_imports_a_higher_one():
+    found = _violations()
+    assert not found, "lower rooms importing higher ones (docs/architecture.md):\n" + "\n".join(found)
