@@ -28,48 +28,22 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from fairseq import utils
-from fairseq.models import (
-    FairseqEncoder,
-    FairseqEncoderDecoderModel,
-    FairseqIncrementalDecoder,
-    register_model,
-    register_model_architecture,
-)
+from fairseq.models import FairseqEncoderDecoderModel, register_model, register_model_architecture
 
 from ..modules.atpl_cell import ATPLCell, hadamard_matrix
+from .captioning_base import (
+    DEFAULT_MAX_TARGET_POSITIONS,
+    ImageCaptioningModel,
+    RecurrentCaptionDecoder,
+    VectorEncoder,
+    default_length_limits,
+    init_embedding,
+)
 from .hydra_args import accepts_hydra_config
-from .hub_entry import plugin_from_pretrained
-
-DEFAULT_MAX_TARGET_POSITIONS = 1024
 
 
 # --------------------------------------------------------------------------- encoders
-class ImageFeatureEncoder(FairseqEncoder):
-    """Passes the precomputed image feature ``v`` (B x D, from ``sample["net_input"]["image_features"]``)
-    to the decoder, with dropout; the CNN itself runs offline (preprocess/extract_features.py)."""
-
-    def __init__(self, feature_dim, dropout=0.0):
-        super().__init__(dictionary=None)
-        self.feature_dim = feature_dim
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, src_tokens=None, src_lengths=None, image_features=None, **kwargs):
-        if image_features is None:
-            raise ValueError("the image captioning models need sample['net_input']['image_features'] "
-                             "(use --task image_captioning)")
-        if image_features.dim() != 2 or image_features.size(1) != self.feature_dim:
-            raise ValueError(f"image features of shape {tuple(image_features.shape)} given to a model built "
-                             f"for B x {self.feature_dim} features")
-        return {"v": [self.dropout(image_features)]}  # the decoder casts v to its own dtype
-
-    def reorder_encoder_out(self, encoder_out, new_order):
-        return {"v": [encoder_out["v"][0].index_select(0, new_order)]}
-
-    def max_positions(self):
-        return int(1e6)
-
-
-class SentenceLSTMEncoder(FairseqEncoder):
+class SentenceLSTMEncoder(VectorEncoder):
     """The LSTM encoder of the ATPL autoencoder (Sec. 5.1, Fig. 3): ``v`` is the final hidden
     state of the last layer (both directions concatenated when bidirectional), B x D."""
 
@@ -78,9 +52,7 @@ class SentenceLSTMEncoder(FairseqEncoder):
         super().__init__(dictionary)
         self.padding_idx = dictionary.pad()
         self.left_pad = left_pad
-        self.embed_tokens = nn.Embedding(len(dictionary), embed_dim, padding_idx=self.padding_idx)
-        nn.init.normal_(self.embed_tokens.weight, 0, embed_dim ** -0.5)
-        nn.init.constant_(self.embed_tokens.weight[self.padding_idx], 0)
+        self.embed_tokens = init_embedding(nn.Embedding(len(dictionary), embed_dim, padding_idx=self.padding_idx))
         self.lstm = nn.LSTM(embed_dim, hidden_size, num_layers=num_layers, bidirectional=bidirectional)
         self.dropout = nn.Dropout(dropout)
         self.output_dim = hidden_size * (2 if bidirectional else 1)
@@ -98,30 +70,23 @@ class SentenceLSTMEncoder(FairseqEncoder):
             v = h_n[-1]
         return {"v": [v]}
 
-    def reorder_encoder_out(self, encoder_out, new_order):
-        return {"v": [encoder_out["v"][0].index_select(0, new_order)]}
-
-    def max_positions(self):
-        return int(1e6)
-
 
 # --------------------------------------------------------------------------- decoder
-class ATPLDecoder(FairseqIncrementalDecoder):
+class ATPLDecoder(RecurrentCaptionDecoder):
     """The ATPL decoder (module docstring); ``encoder_out["v"][0]`` is ``v`` (B x d_v)."""
 
     STATE_KEY = "atpl_state"
+    STATE_BATCH_DIMS = {"h": 1, "c": 1, "S_tilde": 0, "u": 0}
 
     def __init__(self, dictionary, v_dim, embed_dim, hidden_size, tpr_dim, num_layers=1, dropout=0.0,
                  share_filler_output_embed=False, max_target_positions=DEFAULT_MAX_TARGET_POSITIONS):
-        super().__init__(dictionary)
+        super().__init__(dictionary, max_target_positions)
         V, pad = len(dictionary), dictionary.pad()
         self.hidden_size, self.num_layers, self.d = hidden_size, num_layers, tpr_dim
-        self.max_target_positions = max_target_positions
         self.embed_tokens = nn.Embedding(V, embed_dim, padding_idx=pad)  # E: LSTM input
         self.filler_embed = nn.Embedding(V, tpr_dim, padding_idx=pad)  # W_e: TPR fillers
         for emb in (self.embed_tokens, self.filler_embed):
-            nn.init.normal_(emb.weight, 0, emb.embedding_dim ** -0.5)
-            nn.init.constant_(emb.weight[pad], 0)
+            init_embedding(emb)
         self.lstm = nn.LSTM(embed_dim, hidden_size, num_layers=num_layers)
         self.cell = ATPLCell(v_dim, hidden_size, tpr_dim)
         self.dropout = nn.Dropout(dropout)
@@ -134,41 +99,18 @@ class ATPLDecoder(FairseqIncrementalDecoder):
         return {"h": ref.new_zeros(L, B, H), "c": ref.new_zeros(L, B, H),
                 "S_tilde": ref.new_zeros(B, d, d), "u": ref.new_zeros(B, d)}
 
-    def reorder_incremental_state(self, incremental_state, new_order):
-        state = self.get_incremental_state(incremental_state, self.STATE_KEY)
-        if state is None:
-            return
-        state = {"h": state["h"].index_select(1, new_order), "c": state["c"].index_select(1, new_order),
-                 "S_tilde": state["S_tilde"].index_select(0, new_order), "u": state["u"].index_select(0, new_order)}
-        self.set_incremental_state(incremental_state, self.STATE_KEY, state)
-
-    # forward ----------------------------------------------------------------
-    def forward(self, prev_output_tokens, encoder_out=None, incremental_state=None, features_only=False, **kwargs):
-        x, extra = self.extract_features(prev_output_tokens, encoder_out, incremental_state)
-        if not features_only:
-            x = self.output_layer(x)
-        return x, extra
-
     def extract_features(self, prev_output_tokens, encoder_out=None, incremental_state=None, **kwargs):
         """Returns fillers ``f_t`` (B x T x d) and ``{"attn": [None], "u": B x T x d}``."""
-        # B x d_v; fairseq casts the model (--fp16, --bf16, .double()) but not the sample's features
-        v = encoder_out["v"][0].to(self.filler_embed.weight.dtype)
-        if incremental_state is not None:
-            prev_output_tokens = prev_output_tokens[:, -1:]
-        B = prev_output_tokens.size(0)
-        state = None
-        if incremental_state is not None:
-            state = self.get_incremental_state(incremental_state, self.STATE_KEY)
+        v = self.image_feature(encoder_out)  # B x d_v
+        prev_output_tokens, state = self.resume(prev_output_tokens, incremental_state)
         if state is None:
-            state = self._initial_state(B, v)
+            state = self._initial_state(prev_output_tokens.size(0), v)
         tokens = prev_output_tokens.t()  # T x B
         x = self.dropout(self.embed_tokens(tokens))  # T x B x C
         H, (h, c) = self.lstm(x, (state["h"], state["c"]))  # T x B x hidden
         E = self.filler_embed(tokens)  # T x B x d
         Fs, Us, S_tilde, u_last = self.cell.forward_sequence(v, H, E, state["S_tilde"], state["u"])
-        if incremental_state is not None:
-            self.set_incremental_state(incremental_state, self.STATE_KEY,
-                                       {"h": h, "c": c, "S_tilde": S_tilde, "u": u_last})
+        self.keep(incremental_state, {"h": h, "c": c, "S_tilde": S_tilde, "u": u_last})
         f = self.dropout(Fs).transpose(0, 1)  # B x T x d
         return f, {"attn": [None], "u": Us.transpose(0, 1)}
 
@@ -176,9 +118,6 @@ class ATPLDecoder(FairseqIncrementalDecoder):
         if self.share_filler_output_embed:
             return F.linear(features, self.filler_embed.weight)  # W_e^T f_t
         return self.output_projection(features)
-
-    def max_positions(self):
-        return self.max_target_positions
 
 
 # --------------------------------------------------------------------------- models
@@ -199,37 +138,6 @@ def _check_tpr_dim(args):
         raise ValueError(f"--tpr-dim {args.tpr_dim}: {err}") from None
 
 
-def feature_dim_from_task(args, task):
-    """The image-feature size: the task's feature file decides; a checkpoint or flag that
-    disagrees is an error (not a shape error deep in the model)."""
-    if not hasattr(task, "feature_dim"):
-        raise ValueError(f"--arch {args.arch} decodes image features: use --task image_captioning")
-    model_dim = getattr(args, "image_feature_dim", None)
-    task_dim = task.feature_dim
-    if task_dim is None:  # a checkpoint loaded from a directory without feature files
-        if model_dim is None:
-            raise ValueError(f"no S.feat.npy image-feature file in {task.cfg.data} and the checkpoint does not "
-                             f"name its feature size (--image-feature-dim)")
-        task.feature_dim = model_dim
-        return model_dim
-    if model_dim is not None and model_dim != task_dim:
-        raise ValueError(f"the model was built for {model_dim}-d image features (--image-feature-dim) but "
-                         f"the features in {task.cfg.data} are {task_dim}-d: use the feature file the model "
-                         f"was trained with, or retrain")
-    args.image_feature_dim = task_dim
-    return task_dim
-
-
-def default_length_limits(args, *keys):
-    """``--max-source-positions`` / ``--max-target-positions`` are task options: fairseq-train's
-    Namespace holds the task's values, and under Hydra :mod:`.hydra_args` takes them from ``task.*``.
-    They are filled here, after that, and not by the presets (which run first under Hydra and would
-    hide the task's values): 1024 when neither gives one."""
-    for key in keys:
-        if getattr(args, key, None) is None:
-            setattr(args, key, DEFAULT_MAX_TARGET_POSITIONS)
-
-
 def _build_atpl_decoder(args, tgt_dict, v_dim):
     _check_tpr_dim(args)
     return ATPLDecoder(
@@ -241,29 +149,21 @@ def _build_atpl_decoder(args, tgt_dict, v_dim):
 
 
 @register_model("atpl")
-class ATPLModel(FairseqEncoderDecoderModel):
+class ATPLModel(ImageCaptioningModel):
     """ATPL image captioner (Huang et al., Sec. 4, Fig. 2): image feature -> ATPL decoder."""
 
-    @staticmethod
-    def add_args(parser):
+    @classmethod
+    def add_args(cls, parser):
         _add_decoder_args(parser)
-        parser.add_argument("--image-feature-dim", type=int, metavar="N",
-                            help="size of the image features (set from the task's feature file)")
+        super().add_args(parser)  # --image-feature-dim
 
-    from_pretrained = plugin_from_pretrained  # returns the fitting fairseq_tpr.hub interface
+    @staticmethod
+    def base_preset(args):
+        atpl_base(args)
 
     @classmethod
-    @accepts_hydra_config
-    def build_model(cls, args, task):
-        atpl_base(args)
-        default_length_limits(args, "max_target_positions")
-        dim = feature_dim_from_task(args, task)
-        encoder = ImageFeatureEncoder(dim, dropout=args.dropout)
-        decoder = _build_atpl_decoder(args, task.target_dictionary, dim)
-        return cls(encoder, decoder)
-
-    def max_positions(self):
-        return self.decoder.max_positions()
+    def build_caption_decoder(cls, args, dictionary, v_dim):
+        return _build_atpl_decoder(args, dictionary, v_dim)
 
 
 @register_model("atpl_autoencoder")
