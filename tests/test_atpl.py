@@ -239,7 +239,7 @@ def test_autoencoder_incremental_equals_full_and_padding_invariant():
 
 
 def test_unbinding_vectors_one_per_token_without_eos():
-    from fairseq_tpr.cli.unbinding import unbinding_vectors
+    from fairseq_tpr.grammar.unbinding import unbinding_vectors
 
     model, task, _ = build("atpl_autoencoder_tiny")
     model.eval()

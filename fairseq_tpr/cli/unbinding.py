@@ -23,48 +23,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-
-def load_autoencoder(path, data=None):
-    import fairseq_tpr  # noqa: F401  (registers the archs)
-    from fairseq import checkpoint_utils
-
-    overrides = {"data": str(data)} if data else {}
-    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([str(path)], arg_overrides=overrides)
-    model = models[0]
-    from ..models.atpl import ATPLDecoder
-
-    if not isinstance(model.decoder, ATPLDecoder) or task.source_dictionary is None:
-        raise SystemExit(f"fairseq-tpr-unbinding: {path} is not an ATPL autoencoder (--arch atpl_autoencoder*); "
-                         f"its decoder is {type(model.decoder).__name__}")
-    model.eval()
-    return model, task
-
-
-@torch.no_grad()
-def unbinding_vectors(model, src_dict, tgt_dict, sentences, batch_size=64, device="cpu"):
-    """``(vectors total x d, offsets, words, n_unk)`` for whitespace-tokenised ``sentences``."""
-    from fairseq.data import data_utils
-
-    vecs, offsets, words, n_unk = [], [0], [], 0
-    for start in range(0, len(sentences), batch_size):
-        chunk = sentences[start:start + batch_size]
-        toks = [s.split() for s in chunk]
-        src = [torch.LongTensor([src_dict.index(w) for w in t] + [src_dict.eos()]) for t in toks]
-        tgt = [torch.LongTensor([tgt_dict.index(w) for w in t] + [tgt_dict.eos()]) for t in toks]
-        n_unk += sum(int((t[:-1] == tgt_dict.unk()).sum()) for t in tgt)
-        src_tokens = data_utils.collate_tokens(src, src_dict.pad(), left_pad=model.encoder.left_pad)
-        src_lengths = torch.LongTensor([len(s) for s in src])
-        prev = data_utils.collate_tokens(tgt, tgt_dict.pad(), tgt_dict.eos(), left_pad=False,
-                                         move_eos_to_beginning=True)
-        _, extra = model(src_tokens.to(device), src_lengths, prev.to(device))
-        U = extra["u"]  # B x T x d; step t (0-based) unbinds token t, the last real step is EOS
-        for b, t in enumerate(toks):
-            vecs.append(U[b, : len(t)].float().cpu().numpy())
-            offsets.append(offsets[-1] + len(t))
-            words.extend(t)
-    d = model.decoder.d
-    vectors = np.concatenate(vecs).astype(np.float32) if vecs else np.zeros((0, d), np.float32)
-    return vectors, np.asarray(offsets, dtype=np.int64), np.asarray(words, dtype=str), n_unk
+from fairseq_tpr.errors import FairseqTprError
+from fairseq_tpr.grammar.unbinding import load_autoencoder, unbinding_vectors
 
 
 def main(argv=None):
@@ -87,7 +47,10 @@ def main(argv=None):
         print(f"fairseq-tpr-unbinding: error: {args.input} line {empty[0]} is empty ({len(empty)} empty lines); "
               f"one sentence per line, no blank lines", file=sys.stderr)
         sys.exit(1)
-    model, task = load_autoencoder(args.path, args.data)
+    try:
+        model, task = load_autoencoder(args.path, args.data)
+    except FairseqTprError as err:
+        raise SystemExit(f"fairseq-tpr-unbinding: {err}")
     device = "cuda" if torch.cuda.is_available() and not args.cpu else "cpu"
     model = model.to(device)
     vectors, offsets, words, n_unk = unbinding_vectors(model, task.source_dictionary, task.target_dictionary,
