@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Speed and memory of STTR's template retrieval (``fairseq-tpr-retrieve-templates``,
-``fairseq_tpr/cli/retrieve_templates.py``) on a generated Gigaword-sized corpus.
+``fairseq_tpr/corpora/template_retrieval.py``) on a generated Gigaword-sized corpus.
 
 The corpus (written to ``--workdir``, default ``/tmp/gigaword_bench``; never into the repository)
 imitates Gigaword's first-sentence articles and headlines in size and word statistics:
@@ -61,7 +61,6 @@ from tqdm import tqdm
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
 
 GIGAWORD = {"train": 3_803_957, "valid": 189_651, "test": 1_951}
 
@@ -270,7 +269,7 @@ def main(argv=None):
         res["load"]["after cli"] = _load()
         print(f"cli: {wall:.1f} s, peak RSS {rss:.2f} GiB", flush=True)
 
-    from fairseq_tpr.cli.retrieve_templates import TemplateRetriever
+    from fairseq_tpr.corpora.template_retrieval import TemplateRetriever
     from fairseq_tpr.corpora.rawio import read_lines
 
     rss0 = _rss_gib()

@@ -11,6 +11,7 @@ from conftest import cli_env
 ALIASES = {
     "fairseq_tpr.data.debian_corpus": "fairseq_tpr.corpora.debian",
     "fairseq_tpr.data.corpora.prepare": "fairseq_tpr.corpora.prepare",
+    "fairseq_tpr.data.template_binarize": "fairseq_tpr.corpora.templates",
 }
 
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import cli_env
 from fairseq.data import Dictionary, data_utils
 
-from fairseq_tpr.data import template_binarize
+from fairseq_tpr.corpora import templates as template_binarize
 from fairseq_tpr.corpora import prepare
 
 REPO = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ from fairseq.sequence_generator import SequenceGenerator
 from fairseq_tpr.criterions.label_smoothed_cross_entropy_with_template_mse import (
     LabelSmoothedCrossEntropyWithTemplateMSECriterion as MSECriterion,
 )
-from fairseq_tpr.data.template_binarize import main as binarize_main
+from fairseq_tpr.corpora.templates import main as binarize_main
 from fairseq_tpr.data.template_pair_dataset import TemplateDataError
 from fairseq_tpr.models.sttr import MissingTemplatesError, SourceOnlyEncoder, STTREncoder
 from fairseq_tpr.modules.template_fusion import TemplateAwareAttention, TemplateConcatenation, shifting_loss

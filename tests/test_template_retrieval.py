@@ -7,7 +7,8 @@ from collections import Counter
 
 import pytest
 
-from fairseq_tpr.cli.retrieve_templates import main, rouge1_f
+from fairseq_tpr.cli.retrieve_templates import main
+from fairseq_tpr.corpora.template_retrieval import rouge1_f
 
 TOPICS = ["cat mat sat", "dog bark night", "stock market fell", "rain storm flood", "team won final",
           "bank rate cut", "fire forest burn", "ship port dock"]
@@ -132,7 +133,7 @@ def test_bad_inputs_give_a_clear_message(tmp_path, capsys, case, message):
 
 
 def test_sparse_batch_scores_equal_bm25s_scores_and_max_df_drops_common_words(tmp_path):
-    from fairseq_tpr.cli.retrieve_templates import TemplateRetriever
+    from fairseq_tpr.corpora.template_retrieval import TemplateRetriever
 
     arts, _, _ = _corpus(tmp_path)
     queries = (tmp_path / "test.source").read_text().splitlines() + ["cat cat zzz-unknown", "qqq"]
@@ -152,7 +153,7 @@ def test_sparse_batch_scores_equal_bm25s_scores_and_max_df_drops_common_words(tm
 
 
 def test_worker_processes_give_the_same_templates(tmp_path):
-    from fairseq_tpr.cli.retrieve_templates import TemplateRetriever
+    from fairseq_tpr.corpora.template_retrieval import TemplateRetriever
 
     arts, _, _ = _corpus(tmp_path)
     one = TemplateRetriever(arts, ["s"] * len(arts), show_progress=False)
@@ -188,7 +189,7 @@ def test_blocked_scoring_gives_the_plain_ranking_ties_to_the_lower_index(tmp_pat
     """Candidates scored block by block over the articles (the Gigaword-speed path) equal the plain
     ranking, scores bit for bit, for every block size; 15 copies of one article tie exactly, and
     the lowest indices win whatever the order the scorer lists them in."""
-    from fairseq_tpr.cli.retrieve_templates import TemplateRetriever
+    from fairseq_tpr.corpora.template_retrieval import TemplateRetriever
 
     rng = random.Random(3)
     words = [f"w{i}" for i in range(60)]
