@@ -18,7 +18,7 @@ from fairseq.data import Dictionary, indexed_dataset
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq.trainer import Trainer
 
-from fairseq_tpr.cli.template_similarity import _load, sentence_similarities
+from fairseq_tpr.analysis.template_similarity import load_model as _load, sentence_similarities
 from fairseq_tpr.cli.template_similarity import main as similarity_main
 
 N = {"train": 48, "valid": 8, "test": 11}

@@ -21,10 +21,11 @@ from typing import Dict, Iterable, List, Optional
 import numpy as np
 import torch
 
+from ..errors import FairseqTprError
 from .capture import COMPONENTS, Capture, frozen, model_kind
 
 
-class AnalysisError(Exception):
+class AnalysisError(FairseqTprError):
     """A problem with the user's input: printed as ``error: <message>`` without a traceback."""
 
 

@@ -14,16 +14,15 @@ Subcommands (docs/analysis.md has a worked example)::
 on its own beam-search outputs, and records per site (embedding, each layer's self and
 cross attention) and head the roles, fillers and TPRs (continuous roles, Schlag et al.
 Eq. 3-6) or role distributions (discrete roles, Jiang et al. Eq. 5), see
-:mod:`fairseq_tpr.analysis.capture`. The other subcommands read that file.
+:mod:`fairseq_tpr.analysis.capture`. The other subcommands read that file. The subcommands
+are the functions of :mod:`fairseq_tpr.analysis.roles`.
 """
 import argparse
-import json
 import sys
 
-import numpy as np
-
+from fairseq_tpr.analysis import roles
 from fairseq_tpr.analysis.capture import COMPONENTS
-from fairseq_tpr.analysis.dump import ROLE_COMPONENTS, AnalysisError, Dump
+from fairseq_tpr.analysis.dump import ROLE_COMPONENTS, AnalysisError
 
 
 def _site_args(p, attention_default="self"):
@@ -86,130 +85,25 @@ def build_parser():
     return parser
 
 
-# --------------------------------------------------------------------------- subcommands
-def cmd_dump(a):
-    from fairseq_tpr.analysis.dump import arch_of, load_checkpoint, load_split, require_roles, run_capture
-
-    comps = [c.strip() for c in a.components.split(",") if c.strip()]
-    bad = [c for c in comps if c not in COMPONENTS]
-    if bad:
-        raise AnalysisError(f"--components: unknown {bad}; choose from {', '.join(COMPONENTS)}")
-    if a.max_examples is not None and a.max_examples < 1:
-        raise AnalysisError(f"--max-examples must be at least 1 (got {a.max_examples})")
-    model, task, margs = load_checkpoint(a.path, a.data, cpu=a.cpu)
-    arch = arch_of(margs)
-    if any(c in ROLE_COMPONENTS for c in comps):
-        kind = require_roles(model, a.path, arch)
-        if kind == "continuous" and comps == ["role_attn"]:
-            raise AnalysisError(f"--components role_attn: {a.path} (--arch {arch}) has continuous roles, no role "
-                                "distributions; dump role,filler,tpr instead")
-    dataset = load_split(task, a.split, a.data)
-    meta = {"arch": arch, "checkpoint": a.path, "data": a.data, "split": a.split,
-            "beam": a.beam if a.generate else None}
-    dump = run_capture(model, task, dataset, a.max_examples, comps, generate=a.generate, beam=a.beam,
-                       max_len_a=a.max_len_a, max_len_b=a.max_len_b, batch_size=a.batch_size, meta=meta)
-    size = dump.save(a.out, dtype=np.dtype(a.dtype))
-    print(f"{len(dump)} examples of {a.split} ({dump.meta['mode']}), --arch {arch} ({dump.meta['kind']} roles), "
-          f"{sum(map(len, dump.src))} source and {sum(map(len, dump.tgt))} target tokens, {len(dump.keys())} sites; "
-          f"recomputed roles reproduce every module output to {dump.meta['max_recompute_diff']:.2g}")
-    print(f"wrote {a.out} ({size / 1e6:.1f} MB)")
-
-
-def cmd_stats(a):
-    from fairseq_tpr.analysis.stats import dump_stats, format_stats
-
-    for t in a.threshold:
-        if not 0.0 <= t < 1.0:
-            raise AnalysisError(f"--threshold {t}: a threshold on the maximum of a distribution must be in [0, 1)")
-    dump = Dump.load(a.dump)
-    stats = dump_stats(dump, a.threshold)
-    print(f"{dump.meta.get('arch')} on {dump.meta.get('split')} ({dump.meta.get('mode')}), {len(dump)} examples\n")
-    print(format_stats(stats, a.threshold))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(stats, f, indent=1)
-        print(f"wrote {a.json}")
-    if a.usage_png:
-        _usage_png(stats, a.usage_png)
-        print(f"wrote {a.usage_png}")
-
-
-def _usage_png(stats, path):
-    from fairseq_tpr.analysis.plots import plot_heatmap
-
-    rows, mat = [], []
-    for key, s in stats["sites"].items():
-        for h, hs in enumerate(s["heads"]):
-            u = np.asarray(hs["usage"], dtype=float)
-            rows.append(f"{key} h{h}")
-            mat.append(u / max(u.sum(), 1))
-    plot_heatmap(np.asarray(mat), rows, None, path, title="role usage (fraction of tokens whose argmax is role n)",
-                 xlabel="role n", ylabel="site, head")
-
-
-def cmd_kmeans(a):
-    from fairseq_tpr.analysis.cluster import cluster_summary, format_summary, kmeans_roles
-    from fairseq_tpr.analysis.plots import plot_clusters
-
-    dump = Dump.load(a.dump)
-    key = dump.site(a.side, a.layer, a.attention)
-    dump.component(key, a.component)
-    head = dump.check_head(key, a.head)
-    res = kmeans_roles(dump, key, head, a.k, seed=a.seed, component=a.component)
-    summary = cluster_summary(dump, a.side, res["labels"], a.k)
-    print(f"k-means (k={a.k}) of the {a.component} vectors of {key} head {head}: "
-          f"{sum(map(len, res['labels']))} tokens of {len(dump)} examples, inertia {res['inertia']:.4g}\n")
-    print(format_summary(summary))
-    if a.labels:
-        from fairseq_tpr.analysis.cluster import purity, read_token_labels
-
-        labels = read_token_labels(a.labels, dump, a.side)
-        by_cluster = purity(res["labels"], labels)
-        by_symbol = purity([np.asarray(dump.tokens(a.side, i, inputs=False)) for i in range(len(dump))], labels)
-        print(f"\nlabels {a.labels}: {by_cluster['tokens']} labelled tokens; purity of the {a.k} clusters "
-              f"{100 * by_cluster['purity']:.1f}%, of grouping by symbol ({len(by_symbol['groups'])} symbols) "
-              f"{100 * by_symbol['purity']:.1f}%\n")
-        print("| cluster | labels (count) |\n|---:|---|")
-        for c in sorted(by_cluster["groups"]):
-            print(f"| {c} | " + ", ".join(f"{lab} ({n})" for lab, n in by_cluster["groups"][c].most_common()) + " |")
-    if a.png:
-        n = min(a.examples, len(dump))
-        rows = [dump.tokens(a.side, i) for i in range(n)]
-        title = f"{dump.meta.get('arch')}: {a.component} clusters of {key} head {head} (k={a.k})"
-        plot_clusters(rows, res["labels"][:n], a.k, a.png, title=title, max_len=a.max_len)
-        print(f"wrote {a.png}")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"site": key, "head": head, "k": a.k, "ids": dump.ids,
-                       "labels": [lab.tolist() for lab in res["labels"]], "summary": summary}, f)
-        print(f"wrote {a.json}")
-
-
-def cmd_heatmap(a):
-    from fairseq_tpr.analysis.plots import plot_heatmap
-
-    dump = Dump.load(a.dump)
-    key = dump.site(a.side, a.layer, a.attention)
-    arrs = dump.component(key, a.what)
-    head = dump.check_head(key, a.head)
-    ex = dump.check_example(a.example)
-    rows = dump.tokens(a.side, ex)
-    mat = arrs[ex][:, head]  # T x S (attn) or T x N_r (role_attn)
-    if a.what == "attn":
-        keys_side = "encoder" if (a.side == "encoder" or a.attention == "cross") else "decoder"
-        cols = dump.tokens(keys_side, ex)
-        title = f"{dump.meta.get('arch')}: {key} head {head}, example {ex} (id {dump.ids[ex]}): attention"
-        plot_heatmap(mat, rows, cols, a.png, title=title, xlabel="keys (attended to)", ylabel="queries")
+def _run(a):
+    if a.command == "dump":
+        comps = [c.strip() for c in a.components.split(",") if c.strip()]
+        roles.dump_roles(a.data, a.path, a.out, split=a.split, max_examples=a.max_examples, components=comps,
+                         generate=a.generate, beam=a.beam, max_len_a=a.max_len_a, max_len_b=a.max_len_b,
+                         batch_size=a.batch_size, dtype=a.dtype, cpu=a.cpu)
+    elif a.command == "stats":
+        roles.print_stats(a.dump, a.threshold, json_path=a.json, usage_png=a.usage_png)
+    elif a.command == "kmeans":
+        roles.print_kmeans(a.dump, a.side, a.layer, a.attention, a.head, k=a.k, component=a.component, seed=a.seed,
+                           png=a.png, examples=a.examples, max_len=a.max_len, json_path=a.json, labels=a.labels)
     else:
-        title = f"{dump.meta.get('arch')}: {key} head {head}, example {ex} (id {dump.ids[ex]}): role attention (Eq. 5)"
-        plot_heatmap(mat, rows, None, a.png, title=title, xlabel="role n", ylabel="tokens")
-    print(f"wrote {a.png}")
+        roles.write_heatmap(a.dump, a.png, a.side, a.layer, a.attention, a.head, example=a.example, what=a.what)
 
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
     try:
-        {"dump": cmd_dump, "stats": cmd_stats, "kmeans": cmd_kmeans, "heatmap": cmd_heatmap}[a.command](a)
+        _run(a)
     except AnalysisError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)

@@ -1,0 +1,155 @@
+"""The subcommands of ``fairseq-tpr-roles``: dump the roles of a trained TP-Transformer, and read
+such a dump (role statistics, k-means role clusters, attention heatmaps).
+
+* :func:`dump_roles` runs a checkpoint with teacher forcing on the references, or on its own
+  beam-search outputs, and saves what :mod:`.capture` records per site and head (roles,
+  fillers and TPRs of continuous roles, Schlag et al. Eq. 3-6; role distributions of discrete
+  roles, Jiang et al. Eq. 5) as a :class:`~fairseq_tpr.analysis.dump.Dump` ``.npz``;
+* :func:`print_stats`: one-hot rate, role usage and entropy of role distributions (:mod:`.stats`);
+* :func:`print_kmeans`: k-means of one head's role vectors, a Fig. 3-style PNG (:mod:`.cluster`);
+* :func:`write_heatmap`: attention or role attention of one layer, head and example (:mod:`.plots`).
+
+Each prints its report on stdout; a problem with the input is an :class:`AnalysisError`.
+"""
+import json
+from typing import Optional, Sequence
+
+import numpy as np
+
+from .capture import COMPONENTS
+from .dump import ROLE_COMPONENTS, AnalysisError, Dump
+
+
+def dump_roles(data: str, path: str, out: str, split: str = "test", max_examples: Optional[int] = 128,
+               components: Sequence[str] = ROLE_COMPONENTS, generate: bool = False, beam: int = 1,
+               max_len_a: float = 0.0, max_len_b: int = 200, batch_size: int = 32, dtype: str = "float32",
+               cpu: bool = False) -> Dump:
+    """Run checkpoint ``path`` on the first ``max_examples`` of ``split`` in ``data`` and save ``components``
+    of every site to ``out``."""
+    from .dump import arch_of, load_checkpoint, load_split, require_roles, run_capture
+
+    comps = list(components)
+    bad = [c for c in comps if c not in COMPONENTS]
+    if bad:
+        raise AnalysisError(f"--components: unknown {bad}; choose from {', '.join(COMPONENTS)}")
+    if max_examples is not None and max_examples < 1:
+        raise AnalysisError(f"--max-examples must be at least 1 (got {max_examples})")
+    model, task, margs = load_checkpoint(path, data, cpu=cpu)
+    arch = arch_of(margs)
+    if any(c in ROLE_COMPONENTS for c in comps):
+        kind = require_roles(model, path, arch)
+        if kind == "continuous" and comps == ["role_attn"]:
+            raise AnalysisError(f"--components role_attn: {path} (--arch {arch}) has continuous roles, no role "
+                                "distributions; dump role,filler,tpr instead")
+    dataset = load_split(task, split, data)
+    meta = {"arch": arch, "checkpoint": path, "data": data, "split": split, "beam": beam if generate else None}
+    dump = run_capture(model, task, dataset, max_examples, comps, generate=generate, beam=beam,
+                       max_len_a=max_len_a, max_len_b=max_len_b, batch_size=batch_size, meta=meta)
+    size = dump.save(out, dtype=np.dtype(dtype))
+    print(f"{len(dump)} examples of {split} ({dump.meta['mode']}), --arch {arch} ({dump.meta['kind']} roles), "
+          f"{sum(map(len, dump.src))} source and {sum(map(len, dump.tgt))} target tokens, {len(dump.keys())} sites; "
+          f"recomputed roles reproduce every module output to {dump.meta['max_recompute_diff']:.2g}")
+    print(f"wrote {out} ({size / 1e6:.1f} MB)")
+    return dump
+
+
+def print_stats(dump_path: str, thresholds: Sequence[float] = (0.98, 0.9, 0.5), json_path: Optional[str] = None,
+                usage_png: Optional[str] = None) -> dict:
+    """Statistics of the role distributions in a dump; optionally as JSON and a role-usage PNG."""
+    from .stats import dump_stats, format_stats
+
+    for t in thresholds:
+        if not 0.0 <= t < 1.0:
+            raise AnalysisError(f"--threshold {t}: a threshold on the maximum of a distribution must be in [0, 1)")
+    dump = Dump.load(dump_path)
+    stats = dump_stats(dump, thresholds)
+    print(f"{dump.meta.get('arch')} on {dump.meta.get('split')} ({dump.meta.get('mode')}), {len(dump)} examples\n")
+    print(format_stats(stats, thresholds))
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(stats, f, indent=1)
+        print(f"wrote {json_path}")
+    if usage_png:
+        _usage_png(stats, usage_png)
+        print(f"wrote {usage_png}")
+    return stats
+
+
+def _usage_png(stats, path):
+    from .plots import plot_heatmap
+
+    rows, mat = [], []
+    for key, s in stats["sites"].items():
+        for h, hs in enumerate(s["heads"]):
+            u = np.asarray(hs["usage"], dtype=float)
+            rows.append(f"{key} h{h}")
+            mat.append(u / max(u.sum(), 1))
+    plot_heatmap(np.asarray(mat), rows, None, path, title="role usage (fraction of tokens whose argmax is role n)",
+                 xlabel="role n", ylabel="site, head")
+
+
+def print_kmeans(dump_path: str, side: str = "encoder", layer: str = "-1", attention: str = "self", head: int = 0,
+                 k: int = 20, component: str = "role", seed: int = 0, png: Optional[str] = None, examples: int = 8,
+                 max_len: int = 80, json_path: Optional[str] = None, labels: Optional[str] = None) -> dict:
+    """k-means of one head's ``component`` vectors: the cluster summary, optionally the purity of the
+    clusters against token ``labels``, a Fig. 3-style PNG of the first ``examples`` and a JSON file."""
+    from .cluster import cluster_summary, format_summary, kmeans_roles
+    from .plots import plot_clusters
+
+    dump = Dump.load(dump_path)
+    key = dump.site(side, layer, attention)
+    dump.component(key, component)
+    head = dump.check_head(key, head)
+    res = kmeans_roles(dump, key, head, k, seed=seed, component=component)
+    summary = cluster_summary(dump, side, res["labels"], k)
+    print(f"k-means (k={k}) of the {component} vectors of {key} head {head}: "
+          f"{sum(map(len, res['labels']))} tokens of {len(dump)} examples, inertia {res['inertia']:.4g}\n")
+    print(format_summary(summary))
+    if labels:
+        from .cluster import purity, read_token_labels
+
+        token_labels = read_token_labels(labels, dump, side)
+        by_cluster = purity(res["labels"], token_labels)
+        by_symbol = purity([np.asarray(dump.tokens(side, i, inputs=False)) for i in range(len(dump))], token_labels)
+        print(f"\nlabels {labels}: {by_cluster['tokens']} labelled tokens; purity of the {k} clusters "
+              f"{100 * by_cluster['purity']:.1f}%, of grouping by symbol ({len(by_symbol['groups'])} symbols) "
+              f"{100 * by_symbol['purity']:.1f}%\n")
+        print("| cluster | labels (count) |\n|---:|---|")
+        for c in sorted(by_cluster["groups"]):
+            print(f"| {c} | " + ", ".join(f"{lab} ({n})" for lab, n in by_cluster["groups"][c].most_common()) + " |")
+    if png:
+        n = min(examples, len(dump))
+        rows = [dump.tokens(side, i) for i in range(n)]
+        title = f"{dump.meta.get('arch')}: {component} clusters of {key} head {head} (k={k})"
+        plot_clusters(rows, res["labels"][:n], k, png, title=title, max_len=max_len)
+        print(f"wrote {png}")
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump({"site": key, "head": head, "k": k, "ids": dump.ids,
+                       "labels": [lab.tolist() for lab in res["labels"]], "summary": summary}, f)
+        print(f"wrote {json_path}")
+    return res
+
+
+def write_heatmap(dump_path: str, png: str, side: str = "encoder", layer: str = "-1", attention: str = "self",
+                  head: int = 0, example: int = 0, what: str = "attn") -> None:
+    """PNG of the attention probabilities (``what="attn"``: queries x keys) or role distributions
+    (``"role_attn"``: tokens x N_r) of one layer, head and example of a dump."""
+    from .plots import plot_heatmap
+
+    dump = Dump.load(dump_path)
+    key = dump.site(side, layer, attention)
+    arrs = dump.component(key, what)
+    head = dump.check_head(key, head)
+    ex = dump.check_example(example)
+    rows = dump.tokens(side, ex)
+    mat = arrs[ex][:, head]  # T x S (attn) or T x N_r (role_attn)
+    if what == "attn":
+        keys_side = "encoder" if (side == "encoder" or attention == "cross") else "decoder"
+        cols = dump.tokens(keys_side, ex)
+        title = f"{dump.meta.get('arch')}: {key} head {head}, example {ex} (id {dump.ids[ex]}): attention"
+        plot_heatmap(mat, rows, cols, png, title=title, xlabel="keys (attended to)", ylabel="queries")
+    else:
+        title = f"{dump.meta.get('arch')}: {key} head {head}, example {ex} (id {dump.ids[ex]}): role attention (Eq. 5)"
+        plot_heatmap(mat, rows, None, png, title=title, xlabel="role n", ylabel="tokens")
+    print(f"wrote {png}")
