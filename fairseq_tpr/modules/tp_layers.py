@@ -61,6 +61,23 @@ def _feed_forward(layer, x: Tensor) -> Tensor:
     return x
 
 
+def _role_sublayer(layer, x: Tensor, attention, layer_norm, binding, memory: Optional[Tensor] = None, **kwargs):
+    """One attention sublayer of TPT-d: ``F = x + Attn(LN(x), memory)`` (Eq. 3; LN before for
+    pre-LN cells, after the binding for post-LN ones), then ``TPR(F) = R * F + F`` (Eq. 5-6).
+    Self-attention when ``memory`` is None; ``kwargs`` go to the attention. Returns
+    (``T x B x C``, the attention's weights)."""
+    residual = x
+    if layer.normalize_before:
+        x = layer_norm(x)
+    kv = x if memory is None else memory
+    x, attn = attention(query=x, key=kv, value=kv, **kwargs)
+    x = layer.residual_connection(layer.dropout_module(x), residual)  # F (Eq. 3)
+    x, _ = binding(x)  # R * F + F; the distributions reach the model through modules.taps
+    if not layer.normalize_before:
+        x = layer_norm(x)
+    return x, attn
+
+
 class RoleEncoderLayer(TransformerEncoderLayerBase):
     """Encoder cell of TPT-d: ``F = z + MHA(LN(z))``; ``z' = TPR(F)``; ``out = z' + FF(LN(z'))``."""
 
@@ -72,15 +89,8 @@ class RoleEncoderLayer(TransformerEncoderLayerBase):
         """x: ``T x B x C``; encoder_padding_mask: ``B x T`` (True = pad). Returns ``T x B x C``."""
         if attn_mask is not None:
             attn_mask = attn_mask.masked_fill(attn_mask.to(torch.bool), -1e8 if x.dtype.itemsize >= 4 else -1e4)
-        residual = x
-        if self.normalize_before:
-            x = self.self_attn_layer_norm(x)
-        x, _ = self.self_attn(query=x, key=x, value=x, key_padding_mask=encoder_padding_mask,
-                              need_weights=False, attn_mask=attn_mask)
-        x = self.residual_connection(self.dropout_module(x), residual)  # F (Eq. 3)
-        x, _ = self.self_attn_roles(x)  # R * F + F (Eq. 5-6); distributions reach the model via a hook
-        if not self.normalize_before:
-            x = self.self_attn_layer_norm(x)
+        x, _ = _role_sublayer(self, x, self.self_attn, self.self_attn_layer_norm, self.self_attn_roles,
+                              key_padding_mask=encoder_padding_mask, need_weights=False, attn_mask=attn_mask)
         return _feed_forward(self, x)
 
 
@@ -114,30 +124,16 @@ class RoleDecoderLayer(TransformerDecoderLayerBase):
             raise NotImplementedError("RoleDecoderLayer keeps its cache in incremental_state only")
         need_attn = need_attn or need_head_weights
 
-        residual = x
-        if self.normalize_before:
-            x = self.self_attn_layer_norm(x)
-        x, _ = self.self_attn(query=x, key=x, value=x, key_padding_mask=self_attn_padding_mask,
-                              incremental_state=incremental_state, need_weights=False, attn_mask=self_attn_mask)
-        x = self.residual_connection(self.dropout_module(x), residual)
-        x, _ = self.self_attn_roles(x)  # Eq. 5-6 on the self-attention filler
-        if not self.normalize_before:
-            x = self.self_attn_layer_norm(x)
-
+        x, _ = _role_sublayer(  # Eq. 3-6 on the self-attention filler
+            self, x, self.self_attn, self.self_attn_layer_norm, self.self_attn_roles,
+            key_padding_mask=self_attn_padding_mask, incremental_state=incremental_state, need_weights=False,
+            attn_mask=self_attn_mask,
+        )
         attn = None
         if self.encoder_attn is not None and encoder_out is not None:
-            residual = x
-            if self.normalize_before:
-                x = self.encoder_attn_layer_norm(x)
-            x, attn = self.encoder_attn(
-                query=x, key=encoder_out, value=encoder_out, key_padding_mask=encoder_padding_mask,
-                incremental_state=incremental_state, static_kv=True,
-                need_weights=need_attn or (not self.training and self.need_attn),
-                need_head_weights=need_head_weights,
+            x, attn = _role_sublayer(  # Eq. 3-6 on the cross-attention filler
+                self, x, self.encoder_attn, self.encoder_attn_layer_norm, self.encoder_attn_roles, memory=encoder_out,
+                key_padding_mask=encoder_padding_mask, incremental_state=incremental_state, static_kv=True,
+                need_weights=need_attn or (not self.training and self.need_attn), need_head_weights=need_head_weights,
             )
-            x = self.residual_connection(self.dropout_module(x), residual)
-            x, _ = self.encoder_attn_roles(x)  # Eq. 5-6 on the cross-attention filler
-            if not self.normalize_before:
-                x = self.encoder_attn_layer_norm(x)
-
         return _feed_forward(self, x), attn, None
