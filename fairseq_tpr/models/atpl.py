@@ -40,6 +40,7 @@ from .captioning_base import (
     init_embedding,
 )
 from .hydra_args import accepts_hydra_config
+from .presets import set_defaults
 
 
 # --------------------------------------------------------------------------- encoders
@@ -208,12 +209,8 @@ class ATPLAutoencoderModel(FairseqEncoderDecoderModel):
 # --------------------------------------------------------------------------- presets
 def atpl_base(args):
     """Defaults of every ``atpl`` preset: the paper's d = 32 and a 512-unit LSTM (Sec. 4)."""
-    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 512)
-    args.decoder_hidden_size = getattr(args, "decoder_hidden_size", 512)
-    args.decoder_layers = getattr(args, "decoder_layers", 1)
-    args.tpr_dim = getattr(args, "tpr_dim", 32)
-    args.dropout = getattr(args, "dropout", 0.3)
-    args.share_filler_output_embed = getattr(args, "share_filler_output_embed", False)
+    set_defaults(args, decoder_embed_dim=512, decoder_hidden_size=512, decoder_layers=1, tpr_dim=32, dropout=0.3,
+                 share_filler_output_embed=False)
 
 
 @register_model_architecture("atpl", "atpl")
@@ -231,19 +228,13 @@ def atpl_coco(args):
 @register_model_architecture("atpl", "atpl_tiny")
 def atpl_tiny(args):
     """For tests and CPU demos: d 8, LSTM 32, embeddings 16, dropout 0."""
-    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 16)
-    args.decoder_hidden_size = getattr(args, "decoder_hidden_size", 32)
-    args.tpr_dim = getattr(args, "tpr_dim", 8)
-    args.dropout = getattr(args, "dropout", 0.0)
+    set_defaults(args, decoder_embed_dim=16, decoder_hidden_size=32, tpr_dim=8, dropout=0.0)
     atpl_base(args)
 
 
 def atpl_autoencoder_base(args):
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 256)
-    args.encoder_hidden_size = getattr(args, "encoder_hidden_size", 512)
-    args.encoder_layers = getattr(args, "encoder_layers", 1)
-    args.encoder_unidirectional = getattr(args, "encoder_unidirectional", False)
-    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 256)
+    set_defaults(args, encoder_embed_dim=256, encoder_hidden_size=512, encoder_layers=1, encoder_unidirectional=False,
+                 decoder_embed_dim=256)
     atpl_base(args)
 
 
@@ -256,10 +247,6 @@ def atpl_autoencoder_arch(args):
 @register_model_architecture("atpl_autoencoder", "atpl_autoencoder_tiny")
 def atpl_autoencoder_tiny(args):
     """For tests and CPU demos: bidirectional LSTM encoder 32, ATPL d 8 with LSTM 32, dropout 0."""
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 16)
-    args.encoder_hidden_size = getattr(args, "encoder_hidden_size", 32)
-    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 16)
-    args.decoder_hidden_size = getattr(args, "decoder_hidden_size", 32)
-    args.tpr_dim = getattr(args, "tpr_dim", 8)
-    args.dropout = getattr(args, "dropout", 0.0)
+    set_defaults(args, encoder_embed_dim=16, encoder_hidden_size=32, decoder_embed_dim=16, decoder_hidden_size=32,
+                 tpr_dim=8, dropout=0.0)
     atpl_autoencoder_base(args)

@@ -17,32 +17,23 @@ They are fairseq's own TransformerModel (registered under the ``transformer`` mo
 from fairseq.models import register_model_architecture
 from fairseq.models.transformer import base_architecture, transformer_wmt_en_de
 
-from .tpr_transformer_base import default_sizes
-
-
-def _prenorm(args):
-    args.encoder_normalize_before = getattr(args, "encoder_normalize_before", True)
-    args.decoder_normalize_before = getattr(args, "decoder_normalize_before", True)
+from .presets import default_sizes, pre_ln, set_defaults
 
 
 @register_model_architecture("transformer", "transformer_tp_tiny")
 def transformer_tp_tiny(args):
     """Sizes of ``tp_transformer_tiny`` / ``tp_transformer_d_tiny``."""
     default_sizes(args, embed_dim=64, ffn_dim=128, layers=2, heads=4)
-    args.dropout = getattr(args, "dropout", 0.0)
-    args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
-    _prenorm(args)
+    set_defaults(args, dropout=0.0, share_all_embeddings=True)
+    pre_ln(args)
     base_architecture(args)
 
 
 @register_model_architecture("transformer", "transformer_tp_math")
 def transformer_tp_math(args):
     """Sizes of ``tp_transformer_math`` (Schlag et al. Table 1, 'Transformer (ours)')."""
-    args.dropout = getattr(args, "dropout", 0.0)
-    args.attention_dropout = getattr(args, "attention_dropout", 0.0)
-    args.activation_dropout = getattr(args, "activation_dropout", 0.0)
-    args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
-    _prenorm(args)
+    set_defaults(args, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, share_all_embeddings=True)
+    pre_ln(args)
     base_architecture(args)
 
 
@@ -56,14 +47,13 @@ def transformer_tp_math_small(args):
 @register_model_architecture("transformer", "transformer_tp_wmt_en_de")
 def transformer_tp_wmt_en_de(args):
     """``transformer_wmt_en_de`` with pre-LN cells, matched to ``tp_transformer_wmt_en_de``."""
-    _prenorm(args)
+    pre_ln(args)
     transformer_wmt_en_de(args)
 
 
 @register_model_architecture("transformer", "transformer_tp_d")
 def transformer_tp_d(args):
     """Sizes of ``tp_transformer_d`` (Jiang et al. Sec. 3.2, the Transformer baseline)."""
-    args.dropout = getattr(args, "dropout", 0.1)
-    args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
-    _prenorm(args)
+    set_defaults(args, dropout=0.1, share_all_embeddings=True)
+    pre_ln(args)
     base_architecture(args)

@@ -14,6 +14,7 @@ import torch.nn as nn
 from fairseq.models import register_model, register_model_architecture
 
 from .captioning_base import DEFAULT_MAX_TARGET_POSITIONS, ImageCaptioningModel, RecurrentCaptionDecoder, init_embedding
+from .presets import set_defaults
 
 
 class NICDecoder(RecurrentCaptionDecoder):
@@ -73,10 +74,7 @@ class NICModel(ImageCaptioningModel):
 
 def nic_base(args):
     """Show and Tell sizes (Vinyals et al. 2015, Sec. 4.3: 512-d embeddings and LSTM), dropout 0.3."""
-    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 512)
-    args.decoder_hidden_size = getattr(args, "decoder_hidden_size", 512)
-    args.decoder_layers = getattr(args, "decoder_layers", 1)
-    args.dropout = getattr(args, "dropout", 0.3)
+    set_defaults(args, decoder_embed_dim=512, decoder_hidden_size=512, decoder_layers=1, dropout=0.3)
 
 
 @register_model_architecture("nic", "nic")
@@ -87,7 +85,5 @@ def nic_arch(args):
 @register_model_architecture("nic", "nic_tiny")
 def nic_tiny(args):
     """For tests and CPU demos: embeddings 16, LSTM 32, dropout 0."""
-    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 16)
-    args.decoder_hidden_size = getattr(args, "decoder_hidden_size", 32)
-    args.dropout = getattr(args, "dropout", 0.0)
+    set_defaults(args, decoder_embed_dim=16, decoder_hidden_size=32, dropout=0.0)
     nic_base(args)

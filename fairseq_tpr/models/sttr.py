@@ -38,10 +38,10 @@ from torch import Tensor
 from ..errors import FairseqTprError
 from ..modules.template_fusion import TemplateAwareAttention, TemplateConcatenation
 from ..modules.tp_layers import RoleDecoderLayer, RoleEncoderLayer
-from .hydra_args import accepts_hydra_config
 from .hub_entry import plugin_from_pretrained
 from .role_capture import ReturnsRoleAttention
-from .tpr_transformer_base import TPRTransformerDecoder, TPRTransformerEncoder, default_sizes
+from .presets import default_sizes, set_defaults
+from .tpr_transformer_base import ChecksOptions, TPRTransformerDecoder, TPRTransformerEncoder, check_role_dim
 
 TEMPLATE_MODES = ("none", "concat", "attention")
 TPR_KINDS = ("none", "discrete")
@@ -118,7 +118,7 @@ class STTREncoder(SourceOnlyEncoder):
 
 
 @register_model("sttr")
-class STTRModel(ReturnsRoleAttention, TransformerModel):
+class STTRModel(ReturnsRoleAttention, ChecksOptions, TransformerModel):
     """STTR (module docstring). Flags on top of fairseq's transformer: ``--template-mode``,
     ``--tpr``, ``--num-roles``, ``--role-dim``."""
 
@@ -139,12 +139,6 @@ class STTRModel(ReturnsRoleAttention, TransformerModel):
     from_pretrained = plugin_from_pretrained  # returns the fitting fairseq_tpr.hub interface
 
     @classmethod
-    @accepts_hydra_config
-    def build_model(cls, args, task):
-        cls.check_options(args, task)
-        return super().build_model(args, task)
-
-    @classmethod
     def check_options(cls, args, task):
         arch = getattr(args, "arch", "sttr")
         if args.template_mode not in TEMPLATE_MODES:
@@ -163,16 +157,10 @@ class STTRModel(ReturnsRoleAttention, TransformerModel):
             raise ValueError("--cross-self-attention is not supported with --tpr discrete; drop the flag.")
         if args.num_roles is None or args.num_roles < 1:
             raise ValueError(f"--num-roles must be at least 1 with --tpr discrete (got {args.num_roles}).")
+        if args.role_dim is None:  # default: embed-dim / heads of the encoder
+            args.role_dim = args.encoder_embed_dim // args.encoder_attention_heads
         for side in ("encoder", "decoder"):
-            heads, dim = getattr(args, f"{side}_attention_heads"), getattr(args, f"{side}_embed_dim")
-            if args.role_dim is None:
-                args.role_dim = dim // heads
-            if heads * args.role_dim != dim:
-                raise ValueError(
-                    f"--role-dim {args.role_dim} x --{side}-attention-heads {heads} = {heads * args.role_dim}, but "
-                    f"--{side}-embed-dim is {dim}: with --tpr discrete the role vector is bound elementwise to the "
-                    f"filler (Jiang et al. Eq. 5-6); set --role-dim {dim // heads} or change the heads."
-                )
+            check_role_dim(args, side)
 
     @classmethod
     def _source_encoder(cls, args, src_dict, embed_tokens) -> FairseqEncoder:
@@ -230,11 +218,7 @@ class STTRModel(ReturnsRoleAttention, TransformerModel):
 @register_model_architecture("sttr", "sttr")
 def sttr(args):
     """STTR on fairseq's transformer defaults; template-aware attention, shared embeddings."""
-    args.template_mode = getattr(args, "template_mode", "attention")
-    args.tpr = getattr(args, "tpr", "none")
-    args.num_roles = getattr(args, "num_roles", 50)
-    args.role_dim = getattr(args, "role_dim", None)
-    args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
+    set_defaults(args, template_mode="attention", tpr="none", num_roles=50, role_dim=None, share_all_embeddings=True)
     base_architecture(args)
 
 
@@ -244,7 +228,7 @@ def sttr_gigaword(args):
     6 decoder layers, d_model 512, 4 heads, d_ff 1024, dropout 0.1, shared source/target/output
     embeddings, post-LN (AddNorm) cells."""
     default_sizes(args, embed_dim=512, ffn_dim=1024, layers=6, heads=4)
-    args.dropout = getattr(args, "dropout", 0.1)
+    set_defaults(args, dropout=0.1)
     sttr(args)
 
 
@@ -252,6 +236,5 @@ def sttr_gigaword(args):
 def sttr_tiny(args):
     """For tests and CPU demos: 2+2+2 layers, d 64, d_ff 128, 4 heads, dropout 0 (N_r 8 with --tpr discrete)."""
     default_sizes(args, embed_dim=64, ffn_dim=128, layers=2, heads=4)
-    args.num_roles = getattr(args, "num_roles", 8)
-    args.dropout = getattr(args, "dropout", 0.0)
+    set_defaults(args, num_roles=8, dropout=0.0)
     sttr(args)

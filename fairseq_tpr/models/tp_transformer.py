@@ -9,10 +9,11 @@ embedding layer binds a role to each symbol (Eq. 2,
 Ablations: ``--tpr-in encoder|decoder|both`` and ``--no-embedding-roles``.
 """
 from fairseq.models import register_model, register_model_architecture
-from fairseq.models.transformer import TransformerDecoder, TransformerEncoder, base_architecture, transformer_wmt_en_de
+from fairseq.models.transformer import base_architecture, transformer_wmt_en_de
 
 from ..modules import EmbeddingRoleBinding, TPDecoderLayer, TPEncoderLayer
-from .tpr_transformer_base import TPRTransformerDecoder, TPRTransformerEncoder, TPRTransformerModelBase, default_sizes
+from .presets import default_sizes, pre_ln, set_defaults
+from .tpr_transformer_base import TPRTransformerModelBase
 
 
 @register_model("tp_transformer")
@@ -20,6 +21,7 @@ class TPTransformerModel(TPRTransformerModelBase):
     """Encoder-decoder TP-Transformer with continuous roles (see module docstring)."""
 
     family = "continuous-role TP-Transformer"
+    encoder_layer, decoder_layer = TPEncoderLayer, TPDecoderLayer
 
     @classmethod
     def add_args(cls, parser):
@@ -28,27 +30,14 @@ class TPTransformerModel(TPRTransformerModelBase):
                             help="drop the embedding-level role binding of Eq. 2 (z0 = e * r)")
 
     @classmethod
-    def build_encoder(cls, args, src_dict, embed_tokens):
-        if not cls.tpr_encoder(args):
-            return TransformerEncoder(args, src_dict, embed_tokens)
-        binding = None if getattr(args, "no_embedding_roles", False) else EmbeddingRoleBinding
-        return TPRTransformerEncoder(args, src_dict, embed_tokens, TPEncoderLayer, binding)
-
-    @classmethod
-    def build_decoder(cls, args, tgt_dict, embed_tokens):
-        no_encoder_attn = getattr(args, "no_cross_attention", False)
-        if not cls.tpr_decoder(args):
-            return TransformerDecoder(args, tgt_dict, embed_tokens, no_encoder_attn=no_encoder_attn)
-        binding = None if getattr(args, "no_embedding_roles", False) else EmbeddingRoleBinding
-        return TPRTransformerDecoder(args, tgt_dict, embed_tokens, TPDecoderLayer, binding, no_encoder_attn)
+    def embedding_binding(cls, args):
+        return None if getattr(args, "no_embedding_roles", False) else EmbeddingRoleBinding
 
 
 def _tp_defaults(args):
     """Defaults every tp_transformer preset shares: pre-LN cells (Eq. 1), TPR everywhere."""
-    args.encoder_normalize_before = getattr(args, "encoder_normalize_before", True)
-    args.decoder_normalize_before = getattr(args, "decoder_normalize_before", True)
-    args.tpr_in = getattr(args, "tpr_in", "both")
-    args.no_embedding_roles = getattr(args, "no_embedding_roles", False)
+    pre_ln(args)
+    set_defaults(args, tpr_in="both", no_embedding_roles=False)
 
 
 @register_model_architecture("tp_transformer", "tp_transformer")
@@ -62,8 +51,7 @@ def tp_transformer_base(args):
 def tp_transformer_tiny(args):
     """For tests and CPU demos: 2+2 layers, d 64, d_ff 128, 4 heads, dropout 0, shared embeddings."""
     default_sizes(args, embed_dim=64, ffn_dim=128, layers=2, heads=4)
-    args.dropout = getattr(args, "dropout", 0.0)
-    args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
+    set_defaults(args, dropout=0.0, share_all_embeddings=True)
     tp_transformer_base(args)
 
 
@@ -71,10 +59,7 @@ def tp_transformer_tiny(args):
 def tp_transformer_math(args):
     """Schlag et al. 2019, Sec. 4 / Table 1 (TP-Transformer): 6+6 layers, d_z 512,
     d_f 2048, 8 heads (d_k 64), dropout 0, shared symbol embedding E (Eq. 8)."""
-    args.dropout = getattr(args, "dropout", 0.0)
-    args.attention_dropout = getattr(args, "attention_dropout", 0.0)
-    args.activation_dropout = getattr(args, "activation_dropout", 0.0)
-    args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
+    set_defaults(args, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, share_all_embeddings=True)
     tp_transformer_base(args)
 
 

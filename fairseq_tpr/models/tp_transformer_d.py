@@ -10,10 +10,11 @@ The role attention distributions of every binding are returned in the decoder's
 ``--criterion label_smoothed_cross_entropy_with_roles`` logs how one-hot they are.
 """
 from fairseq.models import register_model, register_model_architecture
-from fairseq.models.transformer import TransformerDecoder, TransformerEncoder, base_architecture
+from fairseq.models.transformer import base_architecture
 from ..modules import RoleDecoderLayer, RoleEncoderLayer
 from .role_capture import ReturnsRoleAttention
-from .tpr_transformer_base import TPRTransformerDecoder, TPRTransformerEncoder, TPRTransformerModelBase, default_sizes
+from .presets import default_sizes, pre_ln, set_defaults
+from .tpr_transformer_base import TPRTransformerModelBase, check_role_dim
 
 
 @register_model("tp_transformer_d")
@@ -22,6 +23,7 @@ class TPTransformerDModel(ReturnsRoleAttention, TPRTransformerModelBase):
 
     family = "discrete-role TP-Transformer"
     unsupported_options = ("cross_self_attention", "scale_attn", "scale_fc", "scale_heads", "scale_resids")
+    encoder_layer, decoder_layer = RoleEncoderLayer, RoleDecoderLayer
 
     @classmethod
     def add_args(cls, parser):
@@ -42,28 +44,7 @@ class TPTransformerDModel(ReturnsRoleAttention, TPRTransformerModelBase):
             raise ValueError(f"--role-dim must be at least 1 (got {role_dim}).")
         sides = [s for s, on in (("encoder", cls.tpr_encoder(args)), ("decoder", cls.tpr_decoder(args))) if on]
         for side in sides:
-            heads, dim = getattr(args, f"{side}_attention_heads"), getattr(args, f"{side}_embed_dim")
-            if heads * args.role_dim != dim:
-                fix = (f"set --role-dim {dim // heads}" if dim % heads == 0
-                       else f"choose --{side}-attention-heads dividing {dim}")
-                raise ValueError(
-                    f"--role-dim {args.role_dim} x --{side}-attention-heads {heads} = {heads * args.role_dim}, but "
-                    f"--{side}-embed-dim is {dim}: the role vector R = [R_1..R_H] is bound elementwise to the "
-                    f"filler (Jiang et al. Eq. 5-6), so heads x role-dim must equal the embedding size; {fix}."
-                )
-
-    @classmethod
-    def build_encoder(cls, args, src_dict, embed_tokens):
-        if not cls.tpr_encoder(args):
-            return TransformerEncoder(args, src_dict, embed_tokens)
-        return TPRTransformerEncoder(args, src_dict, embed_tokens, RoleEncoderLayer)
-
-    @classmethod
-    def build_decoder(cls, args, tgt_dict, embed_tokens):
-        no_encoder_attn = getattr(args, "no_cross_attention", False)
-        if not cls.tpr_decoder(args):
-            return TransformerDecoder(args, tgt_dict, embed_tokens, no_encoder_attn=no_encoder_attn)
-        return TPRTransformerDecoder(args, tgt_dict, embed_tokens, RoleDecoderLayer, no_encoder_attn=no_encoder_attn)
+            check_role_dim(args, side)
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, return_all_hiddens: bool = True,
                 features_only: bool = False, alignment_layer=None, alignment_heads=None):
@@ -79,21 +60,12 @@ class TPTransformerDModel(ReturnsRoleAttention, TPRTransformerModelBase):
         return x, extra
 
 
-def _tpd_defaults(args):
-    args.encoder_normalize_before = getattr(args, "encoder_normalize_before", True)
-    args.decoder_normalize_before = getattr(args, "decoder_normalize_before", True)
-    args.tpr_in = getattr(args, "tpr_in", "both")
-
-
 @register_model_architecture("tp_transformer_d", "tp_transformer_d")
 def tp_transformer_d(args):
     """Jiang et al. 2021, Sec. 3.2 (TPT-d): 6+6 layers, 8 heads, d_k 64, d_m 512, d_f 2048,
     N_r 50 role embeddings of d_r 64 per layer, dropout 0.1, shared embeddings (T5-style)."""
-    _tpd_defaults(args)
-    args.num_roles = getattr(args, "num_roles", 50)
-    args.role_dim = getattr(args, "role_dim", 64)
-    args.dropout = getattr(args, "dropout", 0.1)
-    args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
+    pre_ln(args)
+    set_defaults(args, tpr_in="both", num_roles=50, role_dim=64, dropout=0.1, share_all_embeddings=True)
     base_architecture(args)
 
 
@@ -101,7 +73,5 @@ def tp_transformer_d(args):
 def tp_transformer_d_tiny(args):
     """For tests and CPU demos: 2+2 layers, d 64, d_ff 128, 4 heads, N_r 8, d_r 16, dropout 0."""
     default_sizes(args, embed_dim=64, ffn_dim=128, layers=2, heads=4)
-    args.num_roles = getattr(args, "num_roles", 8)
-    args.role_dim = getattr(args, "role_dim", 16)
-    args.dropout = getattr(args, "dropout", 0.0)
+    set_defaults(args, num_roles=8, role_dim=16, dropout=0.0)
     tp_transformer_d(args)

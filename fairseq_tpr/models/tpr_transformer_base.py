@@ -3,7 +3,9 @@ layer class, option checks that name the flag and the fix, and a checkpoint chec
 that explains a mismatch instead of printing a torch shape trace.
 
 The variant (continuous or discrete roles) is chosen once, by the layer classes a model
-hands to :class:`TPRTransformerEncoder` / :class:`TPRTransformerDecoder`.
+class names (``encoder_layer``, ``decoder_layer``, and the ``embedding_binding`` it builds)
+and :class:`TPRTransformerModelBase` hands to :class:`TPRTransformerEncoder` /
+:class:`TPRTransformerDecoder`.
 """
 from typing import Dict, Optional, Type
 
@@ -17,12 +19,18 @@ from .hydra_args import accepts_hydra_config
 TPR_SIDES = ("both", "encoder", "decoder")
 
 
-def default_sizes(args, embed_dim: int, ffn_dim: int, layers: int, heads: int) -> None:
-    """Preset helper: the same sizes for encoder and decoder, unless given on the command line."""
-    for side in ("encoder", "decoder"):
-        for key, value in (("embed_dim", embed_dim), ("ffn_embed_dim", ffn_dim), ("layers", layers),
-                           ("attention_heads", heads)):
-            setattr(args, f"{side}_{key}", getattr(args, f"{side}_{key}", value))
+def check_role_dim(args, side: str) -> None:
+    """``--{side}-attention-heads`` x ``--role-dim`` must equal ``--{side}-embed-dim`` for the
+    discrete-role cells; a ValueError that names the flags and the fix otherwise."""
+    heads, dim = getattr(args, f"{side}_attention_heads"), getattr(args, f"{side}_embed_dim")
+    if heads * args.role_dim != dim:
+        fix = (f"set --role-dim {dim // heads}" if dim % heads == 0
+               else f"choose --{side}-attention-heads dividing {dim}")
+        raise ValueError(
+            f"--role-dim {args.role_dim} x --{side}-attention-heads {heads} = {heads * args.role_dim}, but "
+            f"--{side}-embed-dim is {dim}: the role vector R = [R_1..R_H] is bound elementwise to the "
+            f"filler (Jiang et al. Eq. 5-6), so heads x role-dim must equal the embedding size; {fix}."
+        )
 
 
 def wrap_layer(layer: nn.Module, cfg) -> nn.Module:
@@ -66,13 +74,27 @@ class TPRTransformerDecoder(TransformerDecoder):
         return wrap_layer(self.layer_class(cfg, no_encoder_attn=no_encoder_attn), cfg)
 
 
-class TPRTransformerModelBase(TransformerModel):
-    """Shared flags, checks and checkpoint loading of the TP-Transformer models."""
+class ChecksOptions:
+    """Mixin for a fairseq model class: ``build_model`` (from a Namespace or a Hydra config) first
+    runs the class's ``check_options(args, task)``, which rejects what cannot work."""
+
+    @classmethod
+    @accepts_hydra_config
+    def build_model(cls, args, task):
+        cls.check_options(args, task)
+        return super().build_model(args, task)
+
+
+class TPRTransformerModelBase(ChecksOptions, TransformerModel):
+    """Shared flags, checks, builders and checkpoint loading of the TP-Transformer models."""
 
     # name used in messages, e.g. "continuous-role TP-Transformer"
     family = "TPR transformer"
     # fairseq options that the variant's cells cannot honour
     unsupported_options = ("cross_self_attention",)
+    # the variant's cells (fairseq layer subclasses)
+    encoder_layer: Type[nn.Module]
+    decoder_layer: Type[nn.Module]
 
     @classmethod
     def add_args(cls, parser):
@@ -81,12 +103,6 @@ class TPRTransformerModelBase(TransformerModel):
                             help="where TPR binding is used: encoder and decoder (both), encoder only, decoder only")
         parser.add_argument("--no-share-all-embeddings", dest="share_all_embeddings", action="store_false",
                             help="untie source, target and output embeddings (for separate dictionaries)")
-
-    @classmethod
-    @accepts_hydra_config
-    def build_model(cls, args, task):
-        cls.check_options(args, task)
-        return super().build_model(args, task)
 
     @classmethod
     def check_options(cls, args, task):
@@ -111,6 +127,25 @@ class TPRTransformerModelBase(TransformerModel):
     @classmethod
     def tpr_decoder(cls, args) -> bool:
         return getattr(args, "tpr_in", "both") in ("both", "decoder")
+
+    @classmethod
+    def embedding_binding(cls, args) -> Optional[Type[nn.Module]]:
+        """The module for the ``layernorm_embedding`` slot of both sides, or None."""
+        return None
+
+    @classmethod
+    def build_encoder(cls, args, src_dict, embed_tokens):
+        if not cls.tpr_encoder(args):
+            return TransformerEncoder(args, src_dict, embed_tokens)
+        return TPRTransformerEncoder(args, src_dict, embed_tokens, cls.encoder_layer, cls.embedding_binding(args))
+
+    @classmethod
+    def build_decoder(cls, args, tgt_dict, embed_tokens):
+        no_encoder_attn = getattr(args, "no_cross_attention", False)
+        if not cls.tpr_decoder(args):
+            return TransformerDecoder(args, tgt_dict, embed_tokens, no_encoder_attn=no_encoder_attn)
+        return TPRTransformerDecoder(args, tgt_dict, embed_tokens, cls.decoder_layer, cls.embedding_binding(args),
+                                     no_encoder_attn)
 
     def load_state_dict(self, state_dict, strict=True, model_cfg=None, args=None):
         if strict:
