@@ -29,6 +29,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from ..data.template_pair_dataset import TemplateDataError, TemplatePairDataset, check_templates
+from ..errors import FairseqTprError
 
 TEMPLATE_LANG = "template"
 
@@ -40,8 +41,8 @@ class TemplateSummarizationConfig(TranslationConfig):
     )
 
 
-class InteractiveInputError(ValueError):
-    pass
+class InteractiveInputError(FairseqTprError, ValueError):
+    """A fairseq-interactive line that is not ``document<TAB>template``."""
 
 
 def template_prefix(data_path: str, split: str, src: str, tgt: str, impl=None) -> Optional[str]:
