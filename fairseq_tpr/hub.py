@@ -177,7 +177,7 @@ class ExtractiveHubInterface(nn.Module):
         """0-based indices, in document order, of the units fairseq-tpr-extract would choose: the
         ``k`` best (default 3 sentences / 6 EDUs), or with ``words`` (needs ``texts``) the best units
         as long as the summary stays within that many words."""
-        from .cli.extract import select
+        from .scoring.extractive import select
 
         if words is not None and texts is None:
             raise ValueError("extract: a word budget needs the unit texts (texts=...)")

@@ -341,7 +341,7 @@ def test_table_averages_the_seeds_of_one_name():
     """extractive_table: runs with one name make one row, mean and sample std (n-1) per metric."""
     import statistics
 
-    from fairseq_tpr.cli.extractive_table import fmt, group_runs
+    from fairseq_tpr.scoring.extractive import fmt, group_runs
 
     def run(model, r1, params=100, seed=0):
         return {"model": model, "checkpoint": f"{model}{seed}.pt", "attention": "ctree", "heads": 1,

@@ -17,46 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import torch
-
-
-def load(path, data):
-    from fairseq import checkpoint_utils
-
-    import fairseq_tpr  # noqa: F401  (registers the task and model)
-
-    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides={"data": data})
-    model = models[0].eval()
-    return model, task
-
-
-@torch.no_grad()
-def unit_scores(model, dataset, batch_size=32):
-    """Logits of every unit of every document, ``[np.array per document]`` in dataset order."""
-    out = [None] * len(dataset)
-    for start in range(0, len(dataset), batch_size):
-        batch = dataset.collater([dataset[i] for i in range(start, min(start + batch_size, len(dataset)))])
-        logits, _ = model(**batch["net_input"])
-        for b, i in enumerate(batch["id"].tolist()):
-            out[i] = logits[b, : int(batch["net_input"]["src_lengths"][b])].float().numpy()
-    return out
-
-
-def select(scores, units, k=None, words=None):
-    """Indices (document order) of the chosen units (module docstring)."""
-    order = sorted(range(len(scores)), key=lambda i: -scores[i])
-    if words is None:
-        return sorted(order[:k])
-    chosen, used = [], 0
-    for i in order:
-        n = len(units[i].split())
-        if chosen and used + n > words:
-            continue
-        chosen.append(i)
-        used += n
-        if used >= words:
-            break
-    return sorted(chosen)
+from fairseq_tpr.scoring.extractive import load, select, unit_scores
 
 
 def main(argv=None):

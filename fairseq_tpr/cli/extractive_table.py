@@ -27,49 +27,8 @@ import json
 import sys
 from pathlib import Path
 
-from ..scoring import build_scorer
-from .extract import load, select, unit_scores
-
-SLIDE_NAMES = {"dense": "Dense", "random-learned": "Learned Random", "random-fixed": "Fixed Random",
-               "none": "No attention", "dtree": "D-Tree", "ctree": "C-Tree", "ctree-nuc": "C-Tree w/Nuc"}
-
-
-METRICS = ("rouge1", "rouge2", "rougeL", "picks_first", "oracle_precision")
-
-
-def group_runs(runs, error):
-    """One row per model name (first-appearance order): the runs with the same name are the seeds of
-    one model; each metric becomes the mean, ``METRIC_std`` the sample standard deviation (n - 1;
-    0 for one run), ``n`` the number of runs and ``runs`` the runs themselves. Runs of one name must
-    have the same attention, heads and parameter counts (``error`` is called otherwise)."""
-    groups = {}
-    for r in runs:
-        groups.setdefault(r["model"], []).append(r)
-    rows = []
-    for name, rs in groups.items():
-        keys = {(r["attention"], r["heads"], r["params_attention"], r["params_total"]) for r in rs}
-        if len(keys) > 1:
-            error(f"the runs named {name!r} are different models ({sorted(map(str, keys))}): only the seeds of "
-                  f"one model may share a name; give the others another NAME=")
-        row = {k: rs[0][k] for k in ("model", "attention", "heads", "params_attention", "params_total")}
-        row["checkpoint"] = rs[0]["checkpoint"] if len(rs) == 1 else [r["checkpoint"] for r in rs]
-        for m in METRICS:
-            vals = [r[m] for r in rs]
-            mean = sum(vals) / len(vals)
-            row[m] = mean
-            row[m + "_std"] = (sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5 if len(vals) > 1 else 0.0
-        row["n"] = len(rs)
-        row["runs"] = rs
-        rows.append(row)
-    return rows
-
-
-def fmt(row, metric, unit=""):
-    """``33.19`` for one run, ``33.19 +- 0.12`` (mean +- sample std) for several."""
-    v = f"{row[metric]:.2f}" if not unit else f"{row[metric]:.1f}{unit}"
-    if row["n"] > 1:
-        v += f" ± {row[metric + '_std']:.2f}" if not unit else f" ± {row[metric + '_std']:.1f}"
-    return v
+from fairseq_tpr.scoring import build_scorer
+from fairseq_tpr.scoring.extractive import group_runs, markdown_table, score_entries
 
 
 def main(argv=None):
@@ -108,40 +67,8 @@ def main(argv=None):
     refs = [line.rstrip("\n") for line in open(data / f"{args.split}.ref.txt", encoding="utf-8")]
     scorer = build_scorer(args.metric, sentence_split=args.sentence_split)
     scorer.check()
-    import numpy as np
-
-    labels, index = np.load(data / f"{args.split}.labels.npy"), np.load(data / f"{args.split}.index.npy")
-    oracle_sets = [set(np.nonzero(labels[u0:u0 + n])[0].tolist()) for u0, n, _, _ in index]
     L = "ROUGE-L" if args.metric == "rouge-perl" else "ROUGE-Lsum"
-    runs_out = []
-    for name, path in runs:
-        if path in ("lead", "oracle"):
-            if path == "lead":
-                chosen = [select([-i for i in range(len(t))], t, k=k, words=args.words) for t in texts]
-            else:
-                chosen = [sorted(o) for o in oracle_sets]
-            row = {"model": name, "checkpoint": None, "attention": None, "heads": None,
-                   "params_attention": None, "params_total": None}
-        else:
-            model, task = load(path, str(data))
-            task.load_dataset(args.split)
-            scores = unit_scores(model, task.dataset(args.split))
-            chosen = [select(s, t, k=k, words=args.words) for s, t in zip(scores, texts)]
-            heads = model.layers[0].self_attn.num_heads
-            label = name or (f"Dot Product({heads})" if model.attention_type == "dot"
-                             else SLIDE_NAMES[model.attention_type])
-            counts = model.parameter_counts()
-            row = {"model": label, "checkpoint": path, "attention": model.attention_type, "heads": heads,
-                   "params_attention": counts["attention"], "params_total": counts["total"]}
-        hyps = [" ".join(t[i].strip() for i in c) for c, t in zip(chosen, texts)]
-        res = scorer.score(hyps, [refs])
-        n_sel = sum(len(c) for c in chosen)
-        row.update({"rouge1": res.headline("ROUGE-1"), "rouge2": res.headline("ROUGE-2"), "rougeL": res.headline(L),
-                    # how often the selection holds unit 1, and the share of selected units the oracle also picks
-                    "picks_first": 100.0 * sum(0 in c for c in chosen) / len(chosen),
-                    "oracle_precision": 100.0 * sum(len(o.intersection(c)) for o, c in zip(oracle_sets, chosen))
-                    / max(n_sel, 1)})
-        runs_out.append(row)
+    runs_out, res = score_entries(runs, data, args.split, texts, refs, scorer, L, k=k, words=args.words)
     rows = group_runs(runs_out, p.error)
     seeds = max(r["n"] for r in rows)
     print(f"{args.split} split of {data} ({len(texts)} documents, {meta.get('unit', '?')} units, "
@@ -149,17 +76,7 @@ def main(argv=None):
           f"{' (ROUGE-L = ROUGE-Lsum, summary-level)' if args.metric == 'rouge' else ' (files2rouge settings)'}"
           + ("; rows with (n=N) are the mean +- sample std (n-1) of N runs with the same name (seeds)"
              if seeds > 1 else "") + "\n")
-    extra = args.selection_stats
-    print("| Model | ROUGE-1 | ROUGE-2 | ROUGE-L | # Heads | # Params(attn) | # Params |"
-          + (" picks unit 1 | picks an oracle unit |" if extra else ""))
-    print("|---|---|---|---|---|---|---|" + ("---|---|" if extra else ""))
-    for r in rows:
-        params = ("- | - | -" if r["heads"] is None else
-                  f"{r['heads']} | {r['params_attention'] / 1e6:.2f}M | {r['params_total'] / 1e6:.2f}M")
-        cells = [fmt(r, m) for m in ("rouge1", "rouge2", "rougeL")]
-        name = r["model"] + (f" (n={r['n']})" if r["n"] > 1 else "")
-        print(f"| {name} | {' | '.join(cells)} | {params} |"
-              + (f" {fmt(r, 'picks_first', '%')} | {fmt(r, 'oracle_precision', '%')} |" if extra else ""))
+    print(markdown_table(rows, args.selection_stats))
     if args.json:
         Path(args.json).write_text(json.dumps({"data": str(data), "split": args.split, "k": k, "words": args.words,
                                                "scorer": res.label, "settings": res.settings, "rows": rows}, indent=1))
