@@ -21,11 +21,11 @@ import logging
 import sys
 from pathlib import Path
 
-from fairseq_tpr.scoring import SCORERS, ScorerUnavailable, ScoringInputError, build_scorer, read_generate_log, read_plain
-from fairseq_tpr.scoring.text import DEFAULT_SENTENCE_SPLIT, SENTENCE_SPLITS, bpe_markers, looks_detokenized, mostly_cjk
+from fairseq_tpr.scoring import SCORERS, ScoringInputError, build_scorer, read_generate_log, read_plain
+from fairseq_tpr.scoring.report import markdown, run_scorers, text_notes
+from fairseq_tpr.scoring.text import DEFAULT_SENTENCE_SPLIT, SENTENCE_SPLITS
 
 PROG = "fairseq-tpr-score"
-L_LEVEL_NAMES = {"sentence": "sentence-level", "summary": "summary-level"}
 
 
 def build_parser():
@@ -56,42 +56,6 @@ def build_parser():
     return parser
 
 
-def _metric_label(metric, values):
-    level = values.get("level")
-    return f"{metric} ({L_LEVEL_NAMES[level]})" if level else metric
-
-
-def _cell(values):
-    head = values["f"] if "f" in values else values["score"]
-    text = f"{head:.2f}"
-    if "f_ci" in values:
-        text += f" (95% CI {values['f_ci'][0]:.2f}-{values['f_ci'][1]:.2f})"
-    return text
-
-
-def markdown(report):
-    """The report as Markdown: the score table, then settings, skipped scorers and notes."""
-    out = [f"Scores of {report['segments']} segments: hypotheses {report['hypotheses']}; "
-           f"references {', '.join(report['references'])}.", "",
-           "| scorer | metric | F1 / score (0-100) |", "|---|---|---|"]
-    for result in report["scorers"]:
-        for metric, values in result["metrics"].items():
-            out.append(f"| {result['label']} | {_metric_label(metric, values)} | {_cell(values)} |")
-    out.append("")
-    out.append("Settings:")
-    for result in report["scorers"]:
-        settings = "; ".join(f"{k}: {v}" for k, v in result["settings"].items())
-        out.append(f"- {result['label']}: {settings}")
-    for title, entries in (("Not run", report["unavailable"]), ("Failed", report["failed"])):
-        if entries:
-            out.append(f"\n{title}:")
-            out.extend(f"- {key}: {message}" for key, message in entries.items())
-    if report["notes"]:
-        out.append("\nNotes:")
-        out.extend(f"- {note}" for note in report["notes"])
-    return "\n".join(out) + "\n"
-
-
 def _choose_metrics(arg, char, parser):
     if arg is None:
         keys = [k for k in SCORERS if not (char and k == "meteor")]
@@ -101,29 +65,6 @@ def _choose_metrics(arg, char, parser):
     if unknown or not keys:
         parser.error(f"--metrics: unknown metric(s) {', '.join(unknown) or '(none given)'}; choose from {','.join(SCORERS)}")
     return list(dict.fromkeys(keys)), True
-
-
-def _text_notes(data, args, keys):
-    notes, warnings = list(data.notes), []
-    everything = data.hyps + data.refs[0]
-    if not args.char and mostly_cjk(everything):
-        warnings.append("the text is mostly Chinese/Japanese characters, which word-level ROUGE deletes "
-                        "(only [a-z0-9] survive its tokenizer): pass --char")
-    marker = bpe_markers(data.hyps)
-    if marker:
-        warnings.append(f"the hypotheses still hold {marker} markers: generate with --post-process/--bpe "
-                        "(or remove them) so that words are scored")
-    if (args.sentence_split == "files2rouge" and {"rouge", "rouge-perl"} & set(keys)
-            and looks_detokenized(data.hyps + data.refs[0])):
-        notes.append("no line has a ' . ' token but many have sentence-final periods inside: the files2rouge "
-                     "rule splits nothing, so summary-level ROUGE-L equals sentence-level ROUGE-L; "
-                     "PTB-tokenize first (as fairseq's BART recipe does) or pass --sentence-split punct")
-    if len(data.refs) > 1 and {"rouge", "rouge-perl"} & set(keys):
-        notes.append(f"{len(data.refs)} reference sets: ROUGE uses the first ({data.ref_sources[0]}), "
-                     "BLEU and METEOR use all")
-    if args.char and "meteor" not in keys and args.metrics is None:
-        notes.append("METEOR is English-only and is not run in --char mode unless named in --metrics")
-    return notes, warnings
 
 
 def main(argv=None):
@@ -144,23 +85,19 @@ def main(argv=None):
         print(f"{PROG}: error: {err}", file=sys.stderr)
         return 2
 
-    notes, warnings = _text_notes(data, args, keys)
+    notes, warnings = text_notes(data, keys, char=args.char, sentence_split=args.sentence_split,
+                                 metrics_named=args.metrics is not None)
     for warning in warnings:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
 
-    results, unavailable, failed = [], {}, {}
-    for key in keys:
-        scorer = build_scorer(key, char=args.char, stemmer=not args.no_stemmer,
-                              sentence_split=args.sentence_split, bleu_tokenize=args.bleu_tokenize)
-        try:
-            scorer.check()
-            results.append(scorer.score(data.hyps, data.refs))
-        except ScorerUnavailable as err:
-            unavailable[key] = str(err)
-            print(f"{PROG}: {key} not run: {err}", file=sys.stderr)
-        except RuntimeError as err:
-            failed[key] = str(err)
-            print(f"{PROG}: {key} failed: {err}", file=sys.stderr)
+    def build(key):
+        return build_scorer(key, char=args.char, stemmer=not args.no_stemmer, sentence_split=args.sentence_split,
+                            bleu_tokenize=args.bleu_tokenize)
+
+    def skipped(key, what, message):
+        print(f"{PROG}: {key} {what}: {message}", file=sys.stderr)
+
+    results, unavailable, failed = run_scorers(data, keys, build, on_skip=skipped)
 
     report = {
         "segments": len(data), "hypotheses": data.hyp_source, "references": data.ref_sources,
