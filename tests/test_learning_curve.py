@@ -1,7 +1,8 @@
 """The learning-curve plotter reads fairseq's validation lines and writes a non-empty PNG."""
 import pytest
 
-from fairseq_tpr.cli.learning_curve import main, parse_valid_lines
+from fairseq_tpr.analysis.learning_curve import parse_valid_lines
+from fairseq_tpr.cli.learning_curve import main
 
 LOG = """\
 2026-11-22 03:13:46 | INFO | train_inner | epoch 001:    100 / 817 loss=2.793, num_updates=100

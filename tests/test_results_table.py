@@ -1,7 +1,9 @@
 """results_table reads what the recipes write: fairseq-train logs, fairseq-tpr-score JSON, BLEU lines."""
 import json
 
-from fairseq_tpr.cli import results_table, score
+from fairseq_tpr.analysis import results_table
+from fairseq_tpr.cli import score
+from fairseq_tpr.cli.results_table import main as results_table_main
 
 LOG = """2026-11-22 05:00:00 | INFO | fairseq_cli.train | num. shared model params: 2,658,880 (num. trained: 2,658,880)
 2026-11-22 05:10:00 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 9.1 | nll_loss 8.9 | role_onehot 0.25 | ppl 477 | num_updates 500
@@ -38,5 +40,5 @@ def test_translation_row_reads_sacrebleu(tmp_path):
 
 
 def test_bad_run_argument(tmp_path, capsys):
-    assert results_table.main([f"x={tmp_path / 'missing'}"]) == 1
+    assert results_table_main([f"x={tmp_path / 'missing'}"]) == 1
     assert "NAME=RUN_DIR" in capsys.readouterr().err
