@@ -6,18 +6,13 @@
 #   preprocess/math_dataset.sh --release /path/to/mathematics_dataset-v1.0 --out data/math
 #   preprocess/math_dataset.sh --list-modules
 #
-# A thin wrapper around fairseq_tpr/data/math_dataset.py (run by path: it needs only the
-# standard library, and fairseq-preprocess from this venv); `--help` lists every option.
+# A thin wrapper around fairseq_tpr/corpora/math_dataset.py (the same as python -m
+# fairseq_tpr.corpora.math_dataset, but run by path: that needs only the standard library, so the
+# checks and --list-modules start without importing torch; fairseq-preprocess from this venv
+# binarizes); `--help` lists every option.
 # The generator venv defaults to .venv-mathgen at the repository root (or $FAIRSEQ_TPR_MATHGEN_VENV).
 set -euo pipefail
 
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-if [[ -n "${PYTHON:-}" ]]; then
-    python="$PYTHON"
-elif [[ -x "$repo/.venv/bin/python" ]]; then
-    python="$repo/.venv/bin/python"
-else
-    python="$(command -v python3)"
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/_python.sh"
 export FAIRSEQ_TPR_MATHGEN_VENV="${FAIRSEQ_TPR_MATHGEN_VENV:-$repo/.venv-mathgen}"
-exec "$python" "$repo/fairseq_tpr/data/math_dataset.py" "$@"
+exec "$python" "$repo/fairseq_tpr/corpora/math_dataset.py" "$@"

@@ -12,7 +12,7 @@ from fairseq.distributed import utils as distributed_utils
 from fairseq.logging import metrics
 
 import fairseq_tpr
-from fairseq_tpr.data.synthetic import write_reversal_task
+from fairseq_tpr.corpora.synthetic import write_reversal_task
 
 USER_DIR = Path(fairseq_tpr.__file__).resolve().parent
 

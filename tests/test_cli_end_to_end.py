@@ -82,7 +82,7 @@ def work(tmp_path_factory, run_cli):
     bad-input test, with separate source/target dictionaries that differ (``sep``)."""
     root = tmp_path_factory.mktemp("cli_e2e")
     raw, raw_sep = root / "raw", root / "raw_sep"
-    _ok(run_cli("python", "-m", "fairseq_tpr.data.synthetic", raw, "--train", N_TRAIN, "--valid", N_VALID,
+    _ok(run_cli("python", "-m", "fairseq_tpr.corpora.synthetic", raw, "--train", N_TRAIN, "--valid", N_VALID,
                 "--test", N_TEST, cwd=root), "synthetic data")
     assert len((raw / "test.src").read_text().splitlines()) == N_TEST
     raw_sep.mkdir()

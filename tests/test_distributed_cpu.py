@@ -73,7 +73,7 @@ def train(tmp_path_factory, run_cli):
     """``train(name, arch, *extra, launch=("python",))`` starts a training run of the reversal
     task (64 sentences) in the background; ``.result()`` gives ``(process, save_dir)``."""
     root = tmp_path_factory.mktemp("distributed_cpu")
-    _ok(run_cli("python", "-m", "fairseq_tpr.data.synthetic", root / "raw", "--train", 64, "--valid", 4,
+    _ok(run_cli("python", "-m", "fairseq_tpr.corpora.synthetic", root / "raw", "--train", 64, "--valid", 4,
                 "--test", 4, cwd=root), "synthetic data")
     _ok(run_cli("fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--trainpref",
                 root / "raw" / "train", "--destdir", root / "bin", "--joined-dictionary", "--workers", "1",

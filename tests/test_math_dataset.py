@@ -1,4 +1,4 @@
-"""The Mathematics Dataset pipeline: ``preprocess/math_dataset.sh`` (``fairseq_tpr/data/math_dataset.py``).
+"""The Mathematics Dataset pipeline: ``preprocess/math_dataset.sh`` (``fairseq_tpr/corpora/math_dataset.py``).
 
 A fixture release in the official layout (three modules, a few lines per file, written by
 :func:`write_release`) goes through the real script and ``fairseq-preprocess``; the counts in
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_env
-from fairseq_tpr.data import math_dataset as md
+from fairseq_tpr.corpora import math_dataset as md
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "preprocess" / "math_dataset.sh"

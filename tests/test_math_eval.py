@@ -14,7 +14,7 @@ import pytest
 from fairseq_tpr.cli.math_eval import main as math_eval_main
 from fairseq_tpr.scoring import ScoringInputError
 from fairseq_tpr.scoring import math_eval as me
-from fairseq_tpr.data.math_dataset import tokenize
+from fairseq_tpr.corpora.math_dataset import tokenize
 from test_math_dataset import EXTRAPOLATE, INTERPOLATE, UNK, _ok, run_script, write_release
 
 USER_DIR = Path(__file__).resolve().parents[1] / "fairseq_tpr"

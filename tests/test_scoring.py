@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from fairseq_tpr.cli import score as cli
-from fairseq_tpr.data.synthetic import write_reversal_task
+from fairseq_tpr.corpora.synthetic import write_reversal_task
 from fairseq_tpr.scoring import (
     MeteorScorer, PerlRougeScorer, RougeScoreScorer, ScorerUnavailable, ScoringInputError, parse_generate_log,
     read_generate_log,

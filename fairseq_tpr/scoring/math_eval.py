@@ -17,7 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..data.math_dataset import detokenize
+from ..corpora.math_dataset import detokenize
 from ..errors import FairseqTprError
 from .generate_log import parse_generate_lines, parse_generate_log
 

@@ -2,7 +2,7 @@
 # Quick demo (`make demo`, 2-3 minutes on 2 CPU cores): a discrete-role TP-Transformer
 # (--arch tp_transformer_d_tiny, Jiang et al. 2021) learns to reverse letter sequences.
 #
-#   1. write the synthetic reversal task   (python -m fairseq_tpr.data.synthetic)
+#   1. write the synthetic reversal task   (python -m fairseq_tpr.corpora.synthetic)
 #   2. binarize it with one joined dictionary (fairseq-preprocess --joined-dictionary)
 #   3. train about a minute on CPU with the role criterion (logs role_onehot)
 #   4. beam-search the test split, score exact-match accuracy and BLEU
@@ -43,7 +43,7 @@ stamp() { echo "    ($((SECONDS - start)) s so far)"; }
 echo "== [1/4] reversal task -> $RUN_DIR/raw"
 rm -rf "$RUN_DIR"
 mkdir -p "$RUN_DIR"
-python -m fairseq_tpr.data.synthetic "$RUN_DIR/raw" --train "$N_TRAIN" --valid "$N_VALID" --test "$N_TEST"
+python -m fairseq_tpr.corpora.synthetic "$RUN_DIR/raw" --train "$N_TRAIN" --valid "$N_VALID" --test "$N_TEST"
 for split in train valid test; do
     n_src=$(wc -l < "$RUN_DIR/raw/$split.src")
     n_tgt=$(wc -l < "$RUN_DIR/raw/$split.tgt")
