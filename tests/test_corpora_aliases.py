@@ -12,6 +12,9 @@ ALIASES = {
     "fairseq_tpr.data.debian_corpus": "fairseq_tpr.corpora.debian",
     "fairseq_tpr.data.corpora.prepare": "fairseq_tpr.corpora.prepare",
     "fairseq_tpr.data.template_binarize": "fairseq_tpr.corpora.templates",
+    "fairseq_tpr.data.synthetic": "fairseq_tpr.corpora.synthetic",
+    "fairseq_tpr.data.math_dataset": "fairseq_tpr.corpora.math_dataset",
+    "fairseq_tpr.data.pos_corpus": "fairseq_tpr.corpora.pos",
 }
 
 

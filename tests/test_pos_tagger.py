@@ -7,9 +7,8 @@ import pytest
 import torch
 
 from fairseq_tpr.cli import pos_tagger as pos_cli
-from fairseq_tpr.data.pos_corpus import (
-    CorpusError, check_alignment, detect_format, load_unbinding, read_conllu, read_tagged, read_word_tag,
-)
+from fairseq_tpr.corpora.pos import CorpusError, detect_format, read_conllu, read_tagged, read_word_tag
+from fairseq_tpr.grammar.unbinding_dump import check_alignment, load_unbinding
 from fairseq_tpr.modules.factored_linear import FactoredLinear
 from fairseq_tpr.modules.pos_tagger import BiLSTMPosTagger, tagging_loss
 
@@ -333,7 +332,7 @@ def test_cli_bad_input_messages(tmp_path, capsys):
 
 
 def test_sentences_writer_gives_the_unbinding_input(tmp_path, capsys):
-    from fairseq_tpr.data import pos_corpus
+    from fairseq_tpr.corpora import pos as pos_corpus
 
     f = tmp_path / "a.conllu"
     f.write_text(CONLLU, encoding="utf-8")

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from fairseq_tpr.data.pos_corpus import CorpusError
+from fairseq_tpr.corpora.rawio import CorpusError
 from fairseq_tpr.errors import FairseqTprError
 from fairseq_tpr.grammar import pos_tagger as pos
 from fairseq_tpr.grammar.pos_tagger import SPLITS

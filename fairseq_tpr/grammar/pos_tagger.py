@@ -28,9 +28,10 @@ from pathlib import Path
 import torch
 
 from ..checkpoint_io import atomic_write
-from ..data.pos_corpus import CorpusError, check_alignment, load_unbinding, read_tagged
+from ..corpora.pos import CorpusError, read_tagged
 from ..errors import FairseqTprError
 from ..modules.pos_tagger import BiLSTMPosTagger, tagging_loss
+from .unbinding_dump import check_alignment, load_unbinding
 
 CKPT_FORMAT = "fairseq_tpr.pos_tagger/1"
 PAD, UNK = "<pad>", "<unk>"
