@@ -97,9 +97,10 @@ def _split_score(rest: str, kind: str, path, line_no: int, line: str):
     except ValueError:
         value = None
     if not tab or value is None:
+        article = "an" if kind == "H" else "a"
         raise ScoringInputError(
-            f"{path} line {line_no}: {'an' if kind == 'H' else 'a'} {kind}- line must read '{kind}-<id>\\t<score>\\t<text>' as fairseq-generate "
-            f"prints it, got {line!r} (no score column); pass the unmodified fairseq-generate output")
+            f"{path} line {line_no}: {article} {kind}- line must read '{kind}-<id>\\t<score>\\t<text>' as "
+            f"fairseq-generate prints it, got {line!r} (no score column); pass the unmodified fairseq-generate output")
     return value, text
 
 
