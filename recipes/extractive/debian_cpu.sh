@@ -35,6 +35,9 @@ stamp() { echo "[$(date -u +%H:%M:%S)] $*"; }
 if [[ ! -f "$OUT/raw/test.jsonl" ]]; then
     stamp "documents"; "$BIN/python" preprocess/debian_extractive.py "$TEXT" "$OUT/raw"
 fi
+for s in train valid test; do  # descriptions of fewer than 3 sentences are dropped: none may be left
+    [[ -s "$OUT/raw/$s.jsonl" ]] || { echo "error: no $s description of $TEXT has 3 or more sentences ($OUT/raw/$s.jsonl is empty)" >&2; exit 1; }
+done
 if [[ ! -f "$DATA/test.index.npy" ]]; then
     stamp "preprocess (--encoder $ENCODER)"
     "$BIN/python" preprocess/extractive.py --destdir "$DATA" "${ENC_ARGS[@]}" --oracle-k 1 --max-units 40 \

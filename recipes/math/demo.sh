@@ -9,13 +9,15 @@
 #   5. draw the learning curve (validation loss and token accuracy against updates)
 #
 # Environment: RUN_DIR (runs/math-demo), MODULES, PER_MODULE (30000), PER_TEST_MODULE (500),
-# MAX_MINUTES (8), BEAM (4). A rerun reuses the generated data and retrains from scratch.
+# VALID_PER_MODULE (300, held out of PER_MODULE), MAX_MINUTES (8), BEAM (4). A rerun reuses the
+# generated data and retrains from scratch.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 RUN_DIR=${RUN_DIR:-runs/math-demo}
 MODULES=${MODULES:-numbers__place_value,comparison__pair,numbers__round_number}
 PER_MODULE=${PER_MODULE:-30000}
 PER_TEST_MODULE=${PER_TEST_MODULE:-500}
+VALID_PER_MODULE=${VALID_PER_MODULE:-300}
 MAX_MINUTES=${MAX_MINUTES:-8}
 BEAM=${BEAM:-4}
 export PYTHONUNBUFFERED=1
@@ -28,7 +30,7 @@ stamp() { echo "    ($((SECONDS - start)) s so far)"; }
 
 echo "== [1-2/5] Mathematics Dataset: $MODULES, $PER_MODULE training and $PER_TEST_MODULE test examples per module"
 bash preprocess/math_dataset.sh --generate --modules "$MODULES" --per-module "$PER_MODULE" \
-    --per-test-module "$PER_TEST_MODULE" --valid-per-module 300 --out "$RUN_DIR/data" --force
+    --per-test-module "$PER_TEST_MODULE" --valid-per-module "$VALID_PER_MODULE" --out "$RUN_DIR/data" --force
 stamp
 
 echo "== [3/5] fairseq-train --arch tp_transformer_math_small for $MAX_MINUTES minutes -> $RUN_DIR/checkpoints"

@@ -1,0 +1,299 @@
+"""The shell scripts: every one parses (``bash -n``), and every CPU recipe runs end to end at its
+smallest setting on data built here from the project's own fixtures.
+
+Syntax check: every ``*.sh`` under ``recipes/``, ``preprocess/`` and ``scripts/`` (found with
+glob, so a new script is covered without editing this file).
+
+Run at their smallest setting (marked slow: ``make test-slow``), each in about a minute:
+
+- ``recipes/demo/reverse.sh`` (``make demo-quick``): N_TRAIN, N_TEST, MAX_UPDATE;
+- ``recipes/math/demo.sh`` (``make demo``): one module, a few generated examples (DeepMind's
+  generator in its own venv, built once into pytest's cache as in tests/test_math_dataset.py);
+- ``recipes/math/train_cpu.sh`` and ``recipes/math/train_paper.sh`` (the paper's 6+6-layer model
+  for 2 updates on CPU, ``--cpu --no-save``) on the fixture release of tests/test_math_dataset.py;
+- ``recipes/captioning/shapes.sh``: ATPL and its autoencoder for a few updates, scored by
+  fairseq-tpr-caption-score (Java) and the scene check, unbinding vectors written;
+- ``recipes/summarization/debian_cpu.sh``, ``recipes/translation/debian_en_de_cpu.sh``,
+  ``recipes/sttr/debian_cpu.sh`` (with ``sttr/run.sh`` and ``sttr/train.sh``)
+  on the Debian-format fixture of tests/test_debian_corpus.py through ``preprocess/debian.sh``;
+- ``recipes/extractive/debian_cpu.sh`` (hashed-word encoder, right-branching trees) on description
+  text of 3-5 sentences written here (the Debian fixture's descriptions are shorter);
+- ``recipes/sttr/lcsts.sh`` on an LCSTS fixture (character level) with small sizes.
+
+``recipes/summarization/train.sh``, ``generate.sh`` and ``recipes/translation/wmt14_en_de.sh`` run
+in tests/test_summarization_recipe.py (and through the Debian wrappers here).
+
+Only syntax-checked, and why:
+
+- ``recipes/captioning/coco.sh``: COCO features (paper-size data) and ``--fp16`` on a GPU;
+- ``recipes/extractive/cnndm.sh``: CNN/DM with RST trees (paper-size data), 50k updates, a GPU;
+- ``recipes/sttr/gigaword.sh``: Gigaword (paper-size data); its sentencepiece vocabulary is fixed at
+  the paper's 15k types, which no fixture can train (``sttr/run.sh``, which it calls, runs here);
+- ``recipes/math/compare_cpu.sh``: its data sizes are fixed at the docs/math.md comparison (30k
+  examples per module, about 25 minutes); the two recipes it calls run here.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import VENV_BIN, cli_env
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted(p.relative_to(REPO).as_posix() for d in ("recipes", "preprocess", "scripts")
+                 for p in (REPO / d).rglob("*.sh"))
+
+
+def test_the_scripts_are_found():
+    assert "recipes/demo/reverse.sh" in SCRIPTS and "preprocess/debian.sh" in SCRIPTS
+    assert "scripts/system_deps.sh" in SCRIPTS
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_bash_syntax(script):
+    proc = subprocess.run(["bash", "-n", str(REPO / script)], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+
+
+def _bash(script, *args, env_extra=None, timeout=600):
+    """``bash REPO/script ARGS`` from the repository root with this venv first on PATH; asserts
+    that it succeeds and returns the CompletedProcess."""
+    env = cli_env()
+    env.update({"FAIRSEQ_BIN": str(VENV_BIN), "PYTHON": sys.executable, "FP16": "0"})
+    env.update({k: str(v) for k, v in (env_extra or {}).items()})
+    proc = subprocess.run(["bash", str(REPO / script), *map(str, args)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{script} failed (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    return proc
+
+
+def _lines(path):
+    return Path(path).read_text(encoding="utf-8").splitlines()
+
+
+# ---------------------------------------------------------------------------------------------
+# data built from the project's fixtures
+
+
+@pytest.fixture(scope="module")
+def debian(tmp_path_factory):
+    """The Debian-format lists fixture through the real preprocess/debian.sh: the OUT directory
+    with summarization/ and en-de/ (built once for the module)."""
+    from test_debian_corpus import PCT, write_lists
+
+    root = tmp_path_factory.mktemp("debian")
+    write_lists(root / "lists")
+    _bash("preprocess/debian.sh", root / "data", "--lists-dir", root / "lists", "--vocab-size", "60",
+          "--workers", "1", *PCT)
+    return root / "data"
+
+
+@pytest.fixture(scope="module")
+def math_bin(tmp_path_factory):
+    """The fixture release of tests/test_math_dataset.py through preprocess/math_dataset.sh: a data-bin."""
+    from test_math_dataset import write_release
+
+    root = tmp_path_factory.mktemp("math")
+    write_release(root / "release")
+    _bash("preprocess/math_dataset.sh", "--release", root / "release", "--out", root / "out", "--workers", "1",
+          "--valid-per-module", "2")
+    return root / "out" / "data-bin"
+
+
+@pytest.fixture(scope="module")
+def mathgen_venv(request, tmp_path_factory):
+    """DeepMind's generator venv: ``$FAIRSEQ_TPR_MATHGEN_VENV``, else the one tests/test_math_dataset.py
+    keeps in pytest's cache (built on first use)."""
+    if os.environ.get("FAIRSEQ_TPR_MATHGEN_VENV"):
+        return Path(os.environ["FAIRSEQ_TPR_MATHGEN_VENV"])
+    cache = getattr(request.config, "cache", None)
+    return cache.mkdir("mathgen-venv") if cache is not None else tmp_path_factory.mktemp("mathgen") / "venv"
+
+
+LCSTS_DOC = """<doc id={i}>
+    <human_label>{label}</human_label>
+    <summary>
+        {summary}
+    </summary>
+    <short_text>
+        {text}
+    </short_text>
+</doc>
+"""
+LCSTS_TEXTS = ["今天天气很好我们去公园散步", "北京大学举办了人工智能会议", "股市上涨三个百分点", "新的地铁线路明天开通",
+               "研究人员发现了一种新药", "球队昨天赢得了比赛"]
+
+
+def _write_lcsts(raw):
+    """LCSTS in its release layout (PART_I/II/III.txt): 12 training, 6 valid and 6 test documents."""
+    raw.mkdir(parents=True)
+    for part, n in (("PART_I", 12), ("PART_II", 6), ("PART_III", 6)):
+        docs = [LCSTS_DOC.format(i=i, label=4, summary=LCSTS_TEXTS[i % 6][:5], text=LCSTS_TEXTS[i % 6] + LCSTS_TEXTS[(i + 1) % 6])
+                for i in range(n)]
+        (raw / f"{part}.txt").write_text("".join(docs), encoding="utf-8")
+
+
+SMALL_SEQ2SEQ = ("--encoder-layers 1 --decoder-layers 1 --encoder-embed-dim 32 --decoder-embed-dim 32 "
+                 "--encoder-ffn-embed-dim 64 --decoder-ffn-embed-dim 64 --encoder-attention-heads 2 "
+                 "--decoder-attention-heads 2")
+
+
+# ---------------------------------------------------------------------------------------------
+# the demos
+
+
+@pytest.mark.slow  # a long end-to-end run: make test-slow
+def test_demo_reverse(tmp_path):
+    run = tmp_path / "demo"
+    proc = _bash("recipes/demo/reverse.sh", env_extra={"RUN_DIR": run, "N_TRAIN": 300, "N_VALID": 20, "N_TEST": 20,
+                                                       "MAX_UPDATE": 6})
+    assert "exact-match sequence accuracy: " in proc.stdout and "/20 = " in proc.stdout
+    assert (run / "checkpoints/checkpoint_best.pt").is_file()
+
+
+@pytest.mark.slow  # a long end-to-end run: make test-slow
+def test_math_demo(tmp_path, mathgen_venv):
+    run = tmp_path / "math-demo"
+    proc = _bash("recipes/math/demo.sh", timeout=900, env_extra={
+        "RUN_DIR": run, "MODULES": "numbers__place_value", "PER_MODULE": 60, "PER_TEST_MODULE": 5,
+        "VALID_PER_MODULE": 3, "MAX_UPDATE": 4, "MAX_MINUTES": 2, "BEAM": 1,
+        "FAIRSEQ_TPR_MATHGEN_VENV": mathgen_venv})
+    assert "== done in" in proc.stdout
+    table = json.loads((run / "eval/math_eval.json").read_text())
+    assert table  # the accuracy table of every interpolate/extrapolate test set
+    assert (run / "eval/math_eval.md").is_file() and (run / "learning_curve.png").stat().st_size > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Mathematics Dataset
+
+
+@pytest.mark.slow  # a long end-to-end run: make test-slow
+def test_math_train_cpu(tmp_path, math_bin):
+    save = tmp_path / "tp"
+    _bash("recipes/math/train_cpu.sh", "tp_transformer", math_bin, save, env_extra={"MAX_UPDATE": 4, "VALID_EVERY": 2})
+    assert "num_updates 4" in (save / "train.log").read_text()
+    assert (save / "checkpoint_last.pt").is_file()
+
+
+@pytest.mark.slow  # a long end-to-end run: make test-slow
+def test_math_train_paper_on_cpu(tmp_path, math_bin):
+    proc = _bash("recipes/math/train_paper.sh", "transformer", math_bin, tmp_path / "paper",
+                 "--cpu", "--num-workers", "0", "--no-save", "--log-format", "simple",
+                 env_extra={"MAX_UPDATE": 2, "BATCH": 8, "UPDATE_FREQ": 1})
+    out = proc.stdout + proc.stderr
+    assert "transformer_tp_math" in out and "num_updates 2" in out
+
+
+# ---------------------------------------------------------------------------------------------
+# captioning (shapes corpus): ATPL, its autoencoder, the unbinding vectors
+
+
+@pytest.mark.slow  # a long end-to-end run: make test-slow
+def test_captioning_shapes(tmp_path):
+    out = tmp_path / "atpl"
+    _bash("recipes/captioning/shapes.sh", out, 4, env_extra={"MODELS": "atpl", "AE_UPDATE": 4})
+    scores = json.loads((out / "atpl/scores.json").read_text())
+    assert "CIDEr" in json.dumps(scores)
+    assert (out / "atpl/scene.json").stat().st_size > 0
+    for split in ("train", "valid", "test"):
+        assert (out / f"unbinding/{split}.npz").stat().st_size > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# the Debian recipes
+
+
+@pytest.mark.slow  # a long end-to-end run: make test-slow
+def test_summarization_debian_cpu(tmp_path, debian):
+    run = tmp_path / "summ"
+    _bash("recipes/summarization/debian_cpu.sh", run, env_extra={
+        "DEBIAN_DATA": debian, "MODELS": "tp_transformer", "MAX_UPDATE": 2, "VALID_EVERY": 2, "WARMUP": 2,
+        "MAX_TOKENS": 512, "METRICS": "rouge"})
+    n_test = len(_lines(debian / "summarization/text/test.target"))
+    assert len(_lines(run / "tp_transformer/eval/test.hyp")) == n_test > 0
+    assert "tp_transformer" in (run / "results.md").read_text()
+
+
+@pytest.mark.slow  # a long end-to-end run: make test-slow
+def test_translation_debian_en_de_cpu(tmp_path, debian):
+    run = tmp_path / "ende"
+    _bash("recipes/translation/debian_en_de_cpu.sh", run, env_extra={
+        "DEBIAN_DATA": debian, "MODELS": "tp_transformer_d", "MAX_UPDATE": 4, "SAVE_EVERY": 2, "AVERAGE": 2,
+        "WARMUP": 2, "MAX_TOKENS": 64})
+    assert "sacreBLEU" in (run / "tp_transformer_d/bleu.txt").read_text()
+    assert "tp_transformer_d" in (run / "results.md").read_text()
+
+
+@pytest.mark.slow  # a long end-to-end run: make test-slow
+def test_sttr_debian_cpu(tmp_path, debian):
+    run = tmp_path / "sttr"
+    _bash("recipes/sttr/debian_cpu.sh", run, env_extra={
+        "DEBIAN_DATA": debian, "VARIANTS": "sttr", "MAX_UPDATE": 2, "VALID_EVERY": 2, "WARMUP": 2,
+        "MAX_TOKENS": 512, "METRICS": "rouge"})
+    n_test = len(_lines(debian / "summarization/text/test.target"))
+    for row in ("sttr", "sttr_random"):
+        assert len(_lines(run / f"{row}/eval/test.hyp")) == n_test > 0
+    results = (run / "results.md").read_text()
+    assert "sttr_random" in results
+    assert (run / "table4_sim.md").stat().st_size > 0
+
+
+def _write_description_text(text):
+    """``{split}.source`` / ``.target`` in the layout of preprocess/debian.sh's summarization/text:
+    descriptions of 3-5 sentences (debian_extractive.py drops shorter ones) and one-line synopses."""
+    text.mkdir(parents=True)
+    words = "tool library parses files quickly reads config writes logs for users and servers".split()
+    for split, n in (("train", 16), ("valid", 4), ("test", 4)):
+        src, tgt = [], []
+        for i in range(n):
+            sents = [" ".join(words[(i + 3 * k + j) % len(words)] for j in range(6)).capitalize() + "."
+                     for k in range(3 + i % 3)]
+            src.append(" ".join(sents))
+            tgt.append(" ".join(words[(i + j) % len(words)] for j in range(4)))
+        (text / f"{split}.source").write_text("\n".join(src) + "\n", encoding="utf-8")
+        (text / f"{split}.target").write_text("\n".join(tgt) + "\n", encoding="utf-8")
+
+
+@pytest.mark.slow  # a long end-to-end run: make test-slow
+def test_extractive_debian_cpu(tmp_path):
+    _write_description_text(tmp_path / "text")
+    out = tmp_path / "ext"
+    _bash("recipes/extractive/debian_cpu.sh", tmp_path / "text", out, "dtree dot:2", 1,
+          env_extra={"ENCODER": "hash", "SEEDS": "1"})
+    table = (out / "table.md").read_text()
+    assert "Lead-1" in table and "Oracle" in table
+    assert (out / "dtree/seed1/done").is_file() and (out / "dot2/seed1/done").is_file()
+    assert json.loads((out / "table.json").read_text())
+
+
+def test_extractive_debian_cpu_stops_on_a_split_without_documents(tmp_path):
+    text = tmp_path / "text"
+    _write_description_text(text)
+    (text / "test.source").write_text("One sentence only.\n", encoding="utf-8")
+    (text / "test.target").write_text("one line\n", encoding="utf-8")
+    env = cli_env()
+    env.update({"FAIRSEQ_BIN": str(VENV_BIN), "ENCODER": "hash"})
+    proc = subprocess.run(["bash", str(REPO / "recipes/extractive/debian_cpu.sh"), str(text), str(tmp_path / "ext")],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "error: no test description" in proc.stderr
+    assert not (tmp_path / "ext/data").exists()  # stopped before preprocessing
+
+
+# ---------------------------------------------------------------------------------------------
+# STTR on LCSTS (characters)
+
+
+@pytest.mark.slow  # a long end-to-end run: make test-slow
+def test_sttr_lcsts(tmp_path):
+    _write_lcsts(tmp_path / "raw")
+    work = tmp_path / "work"
+    _bash("recipes/sttr/lcsts.sh", tmp_path / "raw", work, env_extra={
+        "WORKERS": 1, "VARIANTS": "sttr", "MAX_UPDATE": 2, "VALID_EVERY": 2, "MAX_TOKENS": 512, "METRICS": "rouge",
+        "RETRIEVE_ARGS": "--top-k 1 --stopwords none", "TRAIN_ARGS": SMALL_SEQ2SEQ})
+    n_test = len(_lines(work / "corpus/text/test.target"))
+    assert len(_lines(work / "run/sttr/eval/test.hyp")) == n_test > 0
+    assert "sttr_random" in (work / "run/results.md").read_text()
