@@ -8,6 +8,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 # imported only by the Mathematics Dataset generator, which runs in its own venv (DESIGN.md section 1)
 OWN_VENV = {"mathematics_dataset", "absl"}
@@ -71,3 +73,27 @@ def test_import_is_quiet_without_tensorboardx():
 
     assert "Please install tensorboardX" in stderr_of("fairseq")  # what fairseq alone prints
     assert "Please install tensorboardX" not in stderr_of("fairseq_tpr")
+
+
+def test_console_scripts_point_at_functions():
+    import importlib
+
+    for name, target in _project()["scripts"].items():
+        module, func = target.split(":")
+        assert callable(getattr(importlib.import_module(module), func)), name
+
+
+# the extras: code that needs one says which to install when it is missing
+
+
+def test_caption_metrics_name_the_captioning_extra(monkeypatch):
+    from fairseq_tpr.scoring.base import ScorerUnavailable
+    from fairseq_tpr.scoring.captions import CaptionScoreError, score
+    from fairseq_tpr.scoring.meteor import MeteorScorer
+
+    monkeypatch.setitem(sys.modules, "pycocoevalcap", None)  # as if it were not installed
+    with pytest.raises(CaptionScoreError, match=re.escape("fairseq_tpr[captioning]")):
+        score({"1": ["a cat"]}, {"1": ["a cat"]}, ptb_tokenize=False, metrics=("BLEU-1",))
+    with pytest.raises(ScorerUnavailable, match=re.escape("fairseq_tpr[captioning]")):
+        MeteorScorer().check()
+    assert "captioning" in _project()["optional-dependencies"]

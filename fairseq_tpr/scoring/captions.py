@@ -8,6 +8,7 @@ computed: it downloads Stanford CoreNLP models at run time, which cannot work of
 """
 import shutil
 from collections import defaultdict
+from importlib.util import find_spec
 
 from ..errors import FairseqTprError
 from .generate_log import parse_generate_log
@@ -72,6 +73,9 @@ def collect(refs, ref_images, hyps, hyp_images):
 
 def score(gts, res, ptb_tokenize=True, metrics=METRICS):
     """pycocoevalcap scores ``{metric: value}`` (fractions, BLEU/METEOR/ROUGE in [0, 1])."""
+    if find_spec("pycocoevalcap") is None:
+        raise CaptionScoreError("caption metrics need pycocoevalcap, which is not installed: "
+                                "pip install --no-build-isolation 'fairseq_tpr[captioning]'")
     needs_java = ptb_tokenize or "METEOR" in metrics
     if needs_java and shutil.which("java") is None:
         raise CaptionScoreError("pycocoevalcap's PTB tokenizer and METEOR need Java (`java` on PATH); install a "

@@ -25,7 +25,8 @@ COMMAND = "java -jar -Xmx2G meteor-1.5.jar - - -stdio -l en -norm"
 def _jar_dir():
     spec = find_spec("pycocoevalcap")
     if spec is None or not spec.submodule_search_locations:
-        raise ScorerUnavailable("METEOR needs the 'pycocoevalcap' package: pip install pycocoevalcap")
+        raise ScorerUnavailable("METEOR needs the 'pycocoevalcap' package: "
+                                "pip install --no-build-isolation 'fairseq_tpr[captioning]'")
     meteor_dir = Path(list(spec.submodule_search_locations)[0]) / "meteor"
     if not (meteor_dir / JAR).is_file():
         raise ScorerUnavailable(f"pycocoevalcap is installed but {meteor_dir / JAR} is missing: reinstall pycocoevalcap")
