@@ -39,8 +39,8 @@ from ..errors import FairseqTprError
 from ..modules.template_fusion import TemplateAwareAttention, TemplateConcatenation
 from ..modules.tp_layers import RoleDecoderLayer, RoleEncoderLayer
 from .hub_entry import plugin_from_pretrained
-from .role_capture import ReturnsRoleAttention
 from .presets import default_sizes, set_defaults
+from .role_capture import ReturnsRoleAttention
 from .tpr_transformer_base import ChecksOptions, TPRTransformerDecoder, TPRTransformerEncoder, check_role_dim
 
 TEMPLATE_MODES = ("none", "concat", "attention")
