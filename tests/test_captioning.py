@@ -18,7 +18,7 @@ from fairseq.sequence_generator import SequenceGenerator
 
 from fairseq_tpr.scoring.captions import CaptionScoreError, collect, read_generate_log, score
 from fairseq_tpr.cli.unbinding import main as unbinding_main
-from fairseq_tpr.data.shapes_corpus import write_shapes_corpus
+from fairseq_tpr.corpora.shapes import write_shapes_corpus
 from fairseq_tpr.data.captioning import CaptionDataError, check_raw_split, load_features
 from fairseq_tpr.tasks.image_captioning import ImageCaptioningConfig, ImageCaptioningTask
 from test_atpl import build_captioner
@@ -362,7 +362,8 @@ def test_extract_features_says_when_torchvision_is_missing(tmp_path):
 
 # --------------------------------------------------------------------- shapes corpus
 def test_shapes_corpus_layout_pos_and_scene_checker(tmp_path):
-    import fairseq_tpr.data.shapes_corpus as sc
+    import fairseq_tpr.corpora.shapes as sc
+    from fairseq_tpr.scoring.shapes_eval import caption_is_true
 
     counts = write_shapes_corpus(tmp_path, n_train=12, n_valid=3, n_test=4, refs=5, n_png=0)
     assert counts == {"train": (12, 60), "valid": (3, 15), "test": (4, 20)}
@@ -381,12 +382,12 @@ def test_shapes_corpus_layout_pos_and_scene_checker(tmp_path):
     n_false = 0
     for caption, image in lines:
         words = caption.split()
-        assert sc.caption_is_true(words, scenes[image]) == (True, True), caption
+        assert caption_is_true(words, scenes[image]) == (True, True), caption
         flipped = [swap.get(w, w) for w in words]
         if flipped != words:
-            assert sc.caption_is_true(flipped, scenes[image]) == (True, False), flipped
+            assert caption_is_true(flipped, scenes[image]) == (True, False), flipped
             n_false += 1
         other = [c for c in sc.COLORS if c not in {o["color"] for o in scenes[image]["objects"]}][0]
         recoloured = [other if w == scenes[image]["objects"][0]["color"] else w for w in words]
-        assert sc.caption_is_true(recoloured, scenes[image]) == (False, False)
+        assert caption_is_true(recoloured, scenes[image]) == (False, False)
     assert n_false > 40  # every caption but those of the "and" template without a size word

@@ -24,7 +24,7 @@ COMMON=(--user-dir "$USER_DIR" --optimizer adam --lr 2e-3 --clip-norm 1.0 --max-
         --no-epoch-checkpoints --validate-interval-updates 250 --save-interval-updates 250
         --keep-interval-updates 1)
 
-[[ -f "$OUT/shapes_raw/corpus.json" ]] || "$BIN/python" -m fairseq_tpr.data.shapes_corpus "$OUT/shapes_raw"
+[[ -f "$OUT/shapes_raw/corpus.json" ]] || "$BIN/python" -m fairseq_tpr.corpora.shapes "$OUT/shapes_raw"
 [[ -f "$OUT/shapes_bin/dict.txt" ]] || FAIRSEQ_BIN=$BIN preprocess/captions.sh "$OUT/shapes_raw" "$OUT/shapes_bin"
 
 declare -A ARCH_FLAGS=(
@@ -44,7 +44,7 @@ for m in ${MODELS:-atpl nic nic288}; do
     "$BIN/fairseq-tpr-caption-score" --data "$OUT/shapes_bin" --split test --generate-log "$OUT/$m/gen.log" \
         --json "$OUT/$m/scores.json" | tee "$OUT/$m/scores.txt"
     # are the captions true of the images? (both objects named right; also sizes and relation)
-    "$BIN/python" -m fairseq_tpr.data.shapes_corpus "$OUT/shapes_raw" --evaluate "$OUT/$m/gen.log" \
+    "$BIN/python" -m fairseq_tpr.scoring.shapes_eval "$OUT/shapes_raw" --generate-log "$OUT/$m/gen.log" \
         --split test | tee "$OUT/$m/scene.json"
     echo "$m: $(grep -o 'valid on .valid. subset | loss [0-9.]*' "$OUT/$m/train.log" | tail -1), $(cat "$OUT/$m/train_time.txt")"
 done
