@@ -36,7 +36,8 @@ from .models.atpl import ATPLModel
 from .models.discourse_synthesizer import DiscourseSynthesizerModel
 from .models.nic import NICModel
 from .models.sttr import STTRModel
-from .modules.tree_attention import RSTNode, parse_tree, right_branching_tree, tree_to_arrays, validate_tree
+from .corpora.rst_trees import parse_tree
+from .modules.tree_attention import RSTNode, right_branching_tree, tree_to_arrays, validate_tree
 
 
 class TemplateSummarizerHubInterface(GeneratorHubInterface):
@@ -129,7 +130,7 @@ class ExtractiveHubInterface(nn.Module):
     A document is given as its unit vectors (U x D, from the encoder that built the training data:
     ``meta.json``'s ``encoder``, e.g. all-MiniLM-L6-v2 for ``preprocess/extractive.py --encoder
     minilm``) and optionally its RST tree (text in any format of
-    :mod:`fairseq_tpr.modules.tree_attention`, or an ``RSTNode``; default the right-branching tree,
+    :mod:`fairseq_tpr.corpora.rst_trees`, or an ``RSTNode``; default the right-branching tree,
     as ``preprocess/extractive.py`` uses without parser output). ``score_units`` gives the logits,
     ``extract`` the chosen units and ``summarize`` their text, as fairseq-tpr-extract does."""
 

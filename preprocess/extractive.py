@@ -51,7 +51,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from fairseq_tpr.data.extractive_dataset import SplitWriter  # noqa: E402
-from fairseq_tpr.modules.tree_attention import TreeError, parse_tree, right_branching_tree, tree_to_arrays  # noqa: E402
+from fairseq_tpr.corpora.rst_trees import parse_tree  # noqa: E402
+from fairseq_tpr.modules.tree_attention import TreeError, right_branching_tree, tree_to_arrays  # noqa: E402
 
 ORACLE_K = {"sentence": 3, "edu": 6}
 

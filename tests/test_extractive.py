@@ -14,7 +14,8 @@ from fairseq import options, tasks
 
 import fairseq_tpr  # noqa: F401
 from fairseq_tpr.data.extractive_dataset import ExtractiveDataError, load_split
-from fairseq_tpr.modules.tree_attention import ctree_matrix, dtree_matrix, parse_tree, right_branching_tree
+from fairseq_tpr.corpora.rst_trees import parse_tree
+from fairseq_tpr.modules.tree_attention import ctree_matrix, dtree_matrix, right_branching_tree
 
 REPO = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("extractive_prep", REPO / "preprocess/extractive.py")

@@ -38,7 +38,8 @@ from omegaconf import OmegaConf
 import fairseq_tpr  # noqa: F401  (registers the archs)
 from fairseq_tpr import hub
 from fairseq_tpr.data.extractive_dataset import SplitWriter
-from fairseq_tpr.modules.tree_attention import parse_tree, right_branching_tree, tree_to_arrays
+from fairseq_tpr.corpora.rst_trees import parse_tree
+from fairseq_tpr.modules.tree_attention import right_branching_tree, tree_to_arrays
 from fairseq_tpr.tasks.template_summarization import InteractiveInputError
 
 REPO = Path(__file__).resolve().parents[1]

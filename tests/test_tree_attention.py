@@ -1,14 +1,15 @@
-"""RST tree parsing, validation and the three tree-to-matrix encodings (fairseq_tpr.modules.tree_attention),
-checked against matrices computed by hand in the comments."""
+"""RST tree parsing (fairseq_tpr.corpora.rst_trees), validation and the three tree-to-matrix encodings
+(fairseq_tpr.modules.tree_attention), checked against matrices computed by hand in the comments."""
 import json
 
 import numpy as np
 import pytest
 import torch
 
+from fairseq_tpr.corpora.rst_trees import parse_tree
 from fairseq_tpr.modules.tree_attention import (
-    TreeError, ctree_matrices, ctree_matrix, dependency_parents, dtree_matrices, dtree_matrix, parse_tree,
-    right_branching_tree, tree_to_arrays,
+    TreeError, ctree_matrices, ctree_matrix, dependency_parents, dtree_matrices, dtree_matrix, right_branching_tree,
+    tree_to_arrays,
 )
 
 # units: 1 2 3 4 ;  root = [ (1 N, 2 S) as N ,  (3 S, 4 N) as S ]

