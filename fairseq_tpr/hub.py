@@ -178,7 +178,7 @@ class ExtractiveHubInterface(nn.Module):
         """0-based indices, in document order, of the units fairseq-tpr-extract would choose: the
         ``k`` best (default 3 sentences / 6 EDUs), or with ``words`` (needs ``texts``) the best units
         as long as the summary stays within that many words."""
-        from .scoring.extractive import select
+        from .models.discourse_synthesizer import select_units as select
 
         if words is not None and texts is None:
             raise ValueError("extract: a word budget needs the unit texts (texts=...)")

@@ -185,3 +185,22 @@ def discourse_synthesizer_balanced(args):
     args.attention_head_dim = getattr(args, "attention_head_dim", None) or 512
     args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", None) or 512
     discourse_synthesizer_base(args)
+
+
+def select_units(scores, units, k=None, words=None):
+    """Indices (document order) of the chosen units: the ``k`` best by score, or with ``words`` the
+    units in score order as long as the summary stays within that many words (a unit that would
+    pass the budget is skipped; the first unit is always kept)."""
+    order = sorted(range(len(scores)), key=lambda i: -scores[i])
+    if words is None:
+        return sorted(order[:k])
+    chosen, used = [], 0
+    for i in order:
+        n = len(units[i].split())
+        if chosen and used + n > words:
+            continue
+        chosen.append(i)
+        used += n
+        if used >= words:
+            break
+    return sorted(chosen)

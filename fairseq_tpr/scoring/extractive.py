@@ -12,6 +12,8 @@ from pathlib import Path
 
 import torch
 
+from ..models.discourse_synthesizer import select_units as select  # noqa: F401  (used by cli/extract)
+
 
 def load(path, data):
     """``(model in eval mode, task)`` of a checkpoint, reading the data directory ``data``."""
@@ -32,25 +34,6 @@ def unit_scores(model, dataset, batch_size=32):
         for b, i in enumerate(batch["id"].tolist()):
             out[i] = logits[b, : int(batch["net_input"]["src_lengths"][b])].float().numpy()
     return out
-
-
-def select(scores, units, k=None, words=None):
-    """Indices (document order) of the chosen units: the ``k`` best by score, or with ``words`` the
-    units in score order as long as the summary stays within that many words (a unit that would
-    pass the budget is skipped; the first unit is always kept)."""
-    order = sorted(range(len(scores)), key=lambda i: -scores[i])
-    if words is None:
-        return sorted(order[:k])
-    chosen, used = [], 0
-    for i in order:
-        n = len(units[i].split())
-        if chosen and used + n > words:
-            continue
-        chosen.append(i)
-        used += n
-        if used >= words:
-            break
-    return sorted(chosen)
 
 
 SLIDE_NAMES = {"dense": "Dense", "random-learned": "Learned Random", "random-fixed": "Fixed Random",
