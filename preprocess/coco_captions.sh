@@ -12,11 +12,9 @@
 #
 # Writes DEST_DIR/raw (S.txt, S.img, S.feat.npy, S.feat.ids for S in train valid test; train is
 # train+restval = 113,287 images, valid and test 5,000 each) and DEST_DIR/bin (what the task reads).
+# A thin wrapper around fairseq_tpr/corpora/coco.py (`--help`); $FAIRSEQ_BIN as in captions.sh.
 set -euo pipefail
-if [[ $# -lt 4 ]]; then sed -n 2,16p "$0"; exit 2; fi
-JSON=$1; FEATS=$2; IDS=$3; DEST=$4; MIN_COUNT=${5:-5}
-BIN=${FAIRSEQ_BIN:-$(dirname "$(command -v fairseq-preprocess || echo .venv/bin/fairseq-preprocess)")}
-for f in "$JSON" "$FEATS" "$IDS"; do [[ -f "$f" ]] || { echo "error: $f: no such file" >&2; exit 1; }; done
-"$BIN/python" -c 'import sys; from fairseq_tpr.data.captioning import main; main(sys.argv[1:])' \
-    karpathy "$JSON" "$FEATS" "$IDS" "$DEST/raw"
-FAIRSEQ_BIN=$BIN "$(dirname "$0")/captions.sh" "$DEST/raw" "$DEST/bin" --thresholdsrc "$MIN_COUNT"
+
+source "$(dirname "${BASH_SOURCE[0]}")/_python.sh"
+[[ -n "${FAIRSEQ_BIN:-}" && -z "${PYTHON:-}" ]] && python="$FAIRSEQ_BIN/python"
+exec "$python" -m fairseq_tpr.corpora.coco "$@"

@@ -14,9 +14,10 @@ Per system:
   or read from the release); :mod:`.synthetic` (the reversal task of the quick demo);
 - STTR: :mod:`.template_retrieval` (BM25 templates, ``fairseq-tpr-retrieve-templates``) and
   :mod:`.templates` (binarizes them with a data-bin's source dictionary);
-- ATPL: :mod:`.shapes` (a synthetic captioning corpus with POS tags and scenes),
-  :mod:`.image_features` (ResNet-152 features of COCO images), :mod:`.pos` (CoNLL-U and word/TAG
-  tagged corpora);
+- ATPL: :mod:`.captions` (a raw captioning directory -> binarized), :mod:`.coco` (Karpathy's COCO
+  splits + features), :mod:`.image_features` (ResNet-152 features of COCO images), :mod:`.shapes`
+  (a synthetic captioning corpus with POS tags and scenes), :mod:`.pos` (CoNLL-U and word/TAG tagged
+  corpora);
 - discourse-tree attention: :mod:`.extractive` (documents, references and RST trees -> the
   extractive data directory), :mod:`.debian_extractive` (Debian documents in its input layout),
   :mod:`.rst_trees` (the tree files RST parsers write).
