@@ -24,14 +24,10 @@ Compare a TP variant with its matched baseline::
 """
 import argparse
 import collections
-import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from throughput import PAIRS, build, make_generate_batches, make_train_batches, wait_for_quiet  # noqa: E402
+# run as `python benchmarks/profile_step.py`: its own folder is first on sys.path, the package is installed
+from throughput import PAIRS, build, make_generate_batches, make_train_batches, wait_for_quiet
 
 # module names whose own parameters say which role they play (reported as Kind:name)
 _NAMED_LINEARS = ("r_proj", "role_scorer", "role_proj", "q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2",
