@@ -19,6 +19,13 @@ class FairseqTprError(Exception):
     """A user-facing error of fairseq_tpr: bad input, a bad flag or a damaged file."""
 
 
+class InputError(FairseqTprError, ValueError):
+    """A bad input file, line or data directory (corpora, binarized splits, trees, templates,
+    image features, generate logs). The message names the file and line and says how to fix it.
+    The data, corpus and scoring errors of the rooms subclass it, so one ``except InputError``
+    catches every bad input."""
+
+
 class CheckpointError(FairseqTprError):
     """A checkpoint file that cannot be read (truncated, empty, not a checkpoint)."""
 

@@ -19,12 +19,13 @@ import torch
 
 import fairseq_tpr  # noqa: F401  (registers the safe globals for weights_only loading)
 from fairseq_tpr.checkpoint_io import atomic_write
+from fairseq_tpr.errors import FairseqTprError
 
 _UPDATE = re.compile(r"^checkpoint_\d+_(\d+)\.pt$")
 _EPOCH = re.compile(r"^checkpoint(\d+)\.pt$")
 
 
-class AverageError(Exception):
+class AverageError(FairseqTprError):
     """A problem with the user's input, printed as ``error: ...``."""
 
 

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, List
 
-from ..errors import FairseqTprError
+from ..errors import InputError
 
 SPLITS = ("train", "valid", "test")
 
 
-class CorpusError(FairseqTprError, ValueError):
+class CorpusError(InputError):
     """A problem with the user's raw data or options, the one error class of :mod:`fairseq_tpr.corpora`:
     the builders print it as ``error: <message>``, without a traceback."""
 

@@ -28,10 +28,11 @@ import numpy as np
 import torch
 from fairseq.data import data_utils
 
+from ..errors import InputError
 from .length_sorted_dataset import LengthSortedDataset
 
 
-class CaptionDataError(ValueError):
+class CaptionDataError(InputError):
     """Captioning files that do not fit together; the message says which file and line, and how to fix it."""
 
 

@@ -34,10 +34,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..errors import InputError
 from .length_sorted_dataset import LengthSortedDataset
 
 
-class ExtractiveDataError(ValueError):
+class ExtractiveDataError(InputError):
     """Extractive data files that do not fit together; the message says which file/document and how to fix it."""
 
 

@@ -13,8 +13,10 @@ import numpy as np
 import torch
 from fairseq.data import LanguagePairDataset, data_utils
 
+from ..errors import InputError
 
-class TemplateDataError(ValueError):
+
+class TemplateDataError(InputError):
     pass
 
 

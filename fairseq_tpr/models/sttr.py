@@ -35,7 +35,7 @@ from fairseq.models import FairseqEncoder, register_model, register_model_archit
 from fairseq.models.transformer import TransformerDecoder, TransformerEncoder, TransformerModel, base_architecture
 from torch import Tensor
 
-from ..errors import FairseqTprError
+from ..errors import InputError
 from ..modules.template_fusion import TemplateAwareAttention, TemplateConcatenation
 from ..modules.tp_layers import RoleDecoderLayer, RoleEncoderLayer
 from .hub_entry import plugin_from_pretrained
@@ -48,7 +48,7 @@ TPR_KINDS = ("none", "discrete")
 _EXTRA_KEYS = ("template_aware", "template_gate", "template_aware_padding_mask")
 
 
-class MissingTemplatesError(FairseqTprError, ValueError):
+class MissingTemplatesError(InputError):
     """A batch without the template that STTR reads with every source."""
 
 

@@ -45,14 +45,14 @@ from typing import List, Optional
 import numpy as np
 import torch
 
-from ..errors import FairseqTprError
+from ..errors import InputError
 
 NUCLEUS, SATELLITE = "N", "S"
 # codes stored in the binarized data: 0 = root, 1 = nucleus, 2 = satellite
 NUC_CODES = {None: 0, NUCLEUS: 1, SATELLITE: 2}
 
 
-class TreeError(FairseqTprError, ValueError):
+class TreeError(InputError):
     """An RST tree that cannot be read or does not fit its document; the message says where and how to fix it."""
 
 

@@ -10,13 +10,13 @@ import shutil
 from collections import defaultdict
 from importlib.util import find_spec
 
-from ..errors import FairseqTprError
+from ..errors import InputError
 from .generate_log import parse_generate_log
 
 METRICS = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr")
 
 
-class CaptionScoreError(FairseqTprError, ValueError):
+class CaptionScoreError(InputError):
     """Captions and references that cannot be paired (counts, image ids), or no Java."""
 
 

@@ -7,11 +7,11 @@ line, and what to do, raised before any scorer runs.
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import FairseqTprError
+from ..errors import InputError
 from .text import remove_fairseq_unk
 
 
-class ScoringInputError(FairseqTprError, ValueError):
+class ScoringInputError(InputError):
     """Bad input for scoring; the CLI prints ``error: <message>`` without a traceback."""
 
 

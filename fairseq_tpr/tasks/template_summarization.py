@@ -29,7 +29,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from ..data.template_pair_dataset import TemplateDataError, TemplatePairDataset, check_templates
-from ..errors import FairseqTprError
+from ..errors import InputError
 
 TEMPLATE_LANG = "template"
 
@@ -41,7 +41,7 @@ class TemplateSummarizationConfig(TranslationConfig):
     )
 
 
-class InteractiveInputError(FairseqTprError, ValueError):
+class InteractiveInputError(InputError):
     """A fairseq-interactive line that is not ``document<TAB>template``."""
 
 
