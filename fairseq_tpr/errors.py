@@ -1,12 +1,28 @@
-"""The project's error base class, and how it reaches the user.
+"""The project's error classes, and how they reach the user.
 
-Every check the plugin makes raises a :class:`FairseqTprError` (or a subclass) whose message
-names the offending flag, file or line and says how to fix it. When one reaches the top of a
-command (``fairseq-train``, ``fairseq-generate``, ``fairseq-interactive``, ``fairseq-validate``
+Every check the plugin makes raises a :class:`FairseqTprError` whose message names the offending
+flag, file or line and says how to fix it. It is always one of four subclasses, chosen by what
+the user has to fix:
+
+* :class:`InputError` (also a ``ValueError``): a bad input file, line or data directory: a raw
+  corpus, a binarized split, a tree, a template, caption or image-feature file, a generate log
+  or label file to score or analyse, a missing input path.
+* :class:`ConfigError` (also a ``ValueError``): a bad flag value or a combination of flags that
+  does not work, or a checkpoint that does not fit the data or the command (another ``--arch``,
+  ``--task`` or dictionary); the message names the flag and the fix.
+* :class:`CheckpointError`: a checkpoint file that cannot be read (empty, truncated, damaged,
+  not a checkpoint of the tool that reads it).
+* :class:`DependencyError` (also a ``RuntimeError``): an optional external tool or package is
+  missing or cannot run (Java, Perl, pycocoevalcap, ``fairseq-preprocess``, the Mathematics
+  Dataset generator, ``apt-get``); the message says what to install. The scorers of
+  ``fairseq-tpr-score`` that raise it are skipped while the others run.
+
+Catch the narrowest class that fits; add no room-specific classes. When one reaches the top of
+a command (``fairseq-train``, ``fairseq-generate``, ``fairseq-interactive``, ``fairseq-validate``
 or a script of this package), :func:`install_excepthook` prints ``error: <message>`` on one
 line of stderr and exits with status 2, without a traceback; ``FAIRSEQ_TPR_TRACEBACK=1`` in the
-environment shows the full traceback instead. Any other exception, fairseq's own included,
-keeps Python's usual report.
+environment shows the full traceback instead. Any other exception, fairseq's own and the
+internal consistency checks that mean a bug included, keeps Python's usual report.
 """
 import os
 import sys
@@ -16,18 +32,27 @@ EXIT_STATUS = 2
 
 
 class FairseqTprError(Exception):
-    """A user-facing error of fairseq_tpr: bad input, a bad flag or a damaged file."""
+    """A user-facing error of fairseq_tpr; raise one of the subclasses below."""
 
 
 class InputError(FairseqTprError, ValueError):
     """A bad input file, line or data directory (corpora, binarized splits, trees, templates,
-    image features, generate logs). The message names the file and line and says how to fix it.
-    The data, corpus and scoring errors of the rooms subclass it, so one ``except InputError``
-    catches every bad input."""
+    image features, generate logs, label files). The message names the file and line and says
+    how to fix it."""
+
+
+class ConfigError(FairseqTprError, ValueError):
+    """A bad flag value, a combination of flags that does not work, or a checkpoint that does
+    not fit the data or the command. The message names the flag and how to fix it."""
 
 
 class CheckpointError(FairseqTprError):
-    """A checkpoint file that cannot be read (truncated, empty, not a checkpoint)."""
+    """A checkpoint file that cannot be read (truncated, empty, damaged, not a checkpoint)."""
+
+
+class DependencyError(FairseqTprError, RuntimeError):
+    """An optional external tool or package is missing or cannot run; the message says what to
+    install."""
 
 
 def one_line(error: BaseException) -> str:

@@ -97,7 +97,7 @@ def _cpu_launch_spawns_here(cfg) -> bool:
     import os
     import socket
 
-    from .errors import FairseqTprError
+    from .errors import ConfigError
 
     log = logging.getLogger(__name__)
     dt = cfg.distributed_training
@@ -115,12 +115,12 @@ def _cpu_launch_spawns_here(cfg) -> bool:
     if dt.distributed_no_spawn or (torchrun and dt.distributed_init_method is None):
         return False  # the launcher started one process per rank; fairseq's code takes it from here
     if torchrun:
-        raise FairseqTprError(
+        raise ConfigError(
             f"under torchrun, --distributed-init-method {dt.distributed_init_method} without "
             "--distributed-no-spawn would start more processes inside each worker: leave "
             f"--distributed-init-method out and let torchrun set the ranks: {_CPU_LAUNCH}")
     if int(os.environ.get("SLURM_NNODES", "1")) > 1 or (dt.distributed_rank or 0) != 0:
-        raise FairseqTprError(
+        raise ConfigError(
             f"--distributed-rank {dt.distributed_rank} (or a Slurm job on several nodes): on CPU, "
             "fairseq's own process spawning serves one node and starts every rank there; for "
             "several nodes run torchrun on each, with --nnodes, --node_rank, --master_addr and "

@@ -16,10 +16,11 @@ from conftest import VENV_BIN, cli_env
 from fairseq.data import Dictionary, indexed_dataset
 from fairseq.sequence_generator import SequenceGenerator
 
-from fairseq_tpr.scoring.captions import CaptionScoreError, collect, read_generate_log, score
+from fairseq_tpr.scoring.captions import collect, read_generate_log, score
 from fairseq_tpr.cli.unbinding import main as unbinding_main
 from fairseq_tpr.corpora.shapes import write_shapes_corpus
-from fairseq_tpr.data.captioning import CaptionDataError, check_raw_split, load_features
+from fairseq_tpr.data.captioning import check_raw_split, load_features
+from fairseq_tpr.errors import InputError
 from fairseq_tpr.tasks.image_captioning import ImageCaptioningConfig, ImageCaptioningTask
 from test_atpl import build_captioner
 
@@ -96,38 +97,38 @@ def test_train_pairs_every_reference_test_one_item_per_image(data):
 
 def test_feature_rows_must_match_ids(tmp_path):
     write_split(tmp_path, "train", ["a", "b", "c"], _captions(["a", "b", "c"]), feat_rows=4)
-    with pytest.raises(CaptionDataError, match=r"train.feat.npy has 4 rows but .*train.feat.ids lists 3"):
+    with pytest.raises(InputError, match=r"train.feat.npy has 4 rows but .*train.feat.ids lists 3"):
         load_features(tmp_path, "train")
 
 
 def test_feature_dim_must_match_between_splits(data):
     write_split(data, "valid", ["v0", "v1"], _captions(["v0", "v1"]), feat_dim=7)
     task = make_task(data)
-    with pytest.raises(CaptionDataError, match=r"valid.feat.npy has 7-d features .* 6-d"):
+    with pytest.raises(InputError, match=r"valid.feat.npy has 7-d features .* 6-d"):
         task.load_dataset("valid")
 
 
 def test_caption_for_unknown_image_id(data):
     caps = _captions(["v0", "v1"]) + [("ghost", "a red circle")]
     write_split(data, "valid", ["v0", "v1"], caps)
-    with pytest.raises(CaptionDataError, match=r"valid.img line 5: caption for unknown image id 'ghost'"):
+    with pytest.raises(InputError, match=r"valid.img line 5: caption for unknown image id 'ghost'"):
         make_task(data).load_dataset("valid")
-    with pytest.raises(CaptionDataError, match="unknown image id 'ghost'"):
+    with pytest.raises(InputError, match="unknown image id 'ghost'"):
         check_raw_split(data, "valid")
 
 
 def test_empty_caption(data):
     caps = [("v0", "a red circle"), ("v1", ""), ("v1", "a blue square")]
     write_split(data, "valid", ["v0", "v1"], caps)
-    with pytest.raises(CaptionDataError, match=r"valid.txt line 2: empty caption"):
+    with pytest.raises(InputError, match=r"valid.txt line 2: empty caption"):
         check_raw_split(data, "valid")
-    with pytest.raises(CaptionDataError, match=r"caption line 2 is empty"):
+    with pytest.raises(InputError, match=r"caption line 2 is empty"):
         make_task(data).load_dataset("valid")
 
 
 def test_test_image_without_reference(data):
     write_split(data, "valid", ["v0", "v1", "v2"], _captions(["v0", "v2"]))
-    with pytest.raises(CaptionDataError, match="image row 2 .* has no caption"):
+    with pytest.raises(InputError, match="image row 2 .* has no caption"):
         make_task(data).load_dataset("valid")
 
 
@@ -188,11 +189,11 @@ def test_scorer_perfect_and_checks(tmp_path):
     assert worse["BLEU-1"] < s["BLEU-1"]
     # a generate log that lost an image (fairseq's --required-batch-size-multiple trap) is refused
     (tmp_path / "gen.log").write_text("S-0\tx\nH-1\t-0.5\ta blue square\nD-1\t-0.5\ta blue square\n")
-    with pytest.raises(CaptionScoreError, match="1 hypotheses for 2 images .* --required-batch-size-multiple 1"):
+    with pytest.raises(InputError, match="1 hypotheses for 2 images .* --required-batch-size-multiple 1"):
         collect(tmp_path / "refs.txt", tmp_path / "refs.img", read_generate_log(tmp_path / "gen.log"),
                 tmp_path / "hyp.img")
     (tmp_path / "hyp2.img").write_text("x\nz\n")
-    with pytest.raises(CaptionScoreError, match="image 'z' .* no reference"):
+    with pytest.raises(InputError, match="image 'z' .* no reference"):
         collect(tmp_path / "refs.txt", tmp_path / "refs.img", ["a", "b"], tmp_path / "hyp2.img")
 
 
@@ -340,7 +341,7 @@ def test_karpathy_json_to_raw_layout(tmp_path):
     for split in ("train", "valid", "test"):
         check_raw_split(raw, split)
     (tmp_path / "g.ids").write_text("14\n99\n12\n11\n15\n")  # image 13 (val) has no features
-    with pytest.raises(CaptionDataError, match="1 valid images have no row .* COCO id 13"):
+    with pytest.raises(InputError, match="1 valid images have no row .* COCO id 13"):
         from_karpathy(tmp_path / "dataset_coco.json", tmp_path / "f.npy", tmp_path / "g.ids", tmp_path / "raw2")
 
 

@@ -14,7 +14,8 @@ from fairseq import options, tasks
 import fairseq_tpr  # noqa: F401
 from fairseq_tpr.corpora import extractive as prep
 from fairseq_tpr.corpora.rst_trees import parse_tree
-from fairseq_tpr.data.extractive_dataset import ExtractiveDataError, load_split
+from fairseq_tpr.data.extractive_dataset import load_split
+from fairseq_tpr.errors import ConfigError, InputError
 from fairseq_tpr.modules.tree_attention import ctree_matrix, dtree_matrix, right_branching_tree
 
 REPO = Path(__file__).resolve().parent.parent
@@ -222,10 +223,10 @@ def test_bad_inputs_have_clear_messages(tmp_path, capsys):
     assert json.loads((tmp_path / "data/meta.json").read_text())["splits"]["train"]["units"] == 4
     # the task: documents longer than --max-units, labels that do not match the units
     assert run_prep(tmp_path, "--trainpref", str(tmp_path / "c")) == 0
-    with pytest.raises(ExtractiveDataError, match="document 1 has 5 units but --max-units is 3"):
+    with pytest.raises(ConfigError, match="document 1 has 5 units but --max-units is 3"):
         load_split(tmp_path / "data", "train", max_units=3)
     np.save(tmp_path / "data/train.labels.npy", np.zeros(4, dtype=np.uint8))
-    with pytest.raises(ExtractiveDataError, match="has 4 labels but train.units.npy has 5 units"):
+    with pytest.raises(InputError, match="has 4 labels but train.units.npy has 5 units"):
         load_split(tmp_path / "data", "train")
 
 

@@ -18,6 +18,7 @@ import pytest
 
 from conftest import cli_env
 from fairseq_tpr.corpora import math_dataset as md
+from fairseq_tpr.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "preprocess" / "math_dataset.sh"
@@ -165,7 +166,7 @@ def test_select_files(tmp_path):
     assert md.select_files(layout, None) == layout
     only_extra = md.select_files(layout, ["arithmetic__add_or_sub_big"])
     assert {s: list(m) for s, m in only_extra.items() if m} == {"extrapolate": ["arithmetic__add_or_sub_big"]}
-    with pytest.raises(md.MathDataError, match=r"numbers__place_valu \(did you mean numbers__place_value"):
+    with pytest.raises(ConfigError, match=r"numbers__place_valu \(did you mean numbers__place_value"):
         md.select_files(layout, ["numbers__place_valu"])
 
 

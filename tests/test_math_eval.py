@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fairseq_tpr.cli.math_eval import main as math_eval_main
-from fairseq_tpr.scoring import ScoringInputError
+from fairseq_tpr.errors import InputError
 from fairseq_tpr.scoring import math_eval as me
 from fairseq_tpr.corpora.math_dataset import tokenize
 from test_math_dataset import EXTRAPOLATE, INTERPOLATE, UNK, _ok, run_script, write_release
@@ -90,14 +90,14 @@ def test_missing_ids_are_an_error():
     rows = [(i, "q?", "1", "1") for i in range(6)]
     rows[4] = (4, "q?", "1", None)  # a source and reference without a hypothesis
     records = me.parse_generate_output(generate_output(rows[:5]))  # id 5 never came out
-    with pytest.raises(me.MathEvalError, match=r"test2 \(x/y\): 4 of 6 hypotheses, missing ids 4, 5\. "
+    with pytest.raises(InputError, match=r"test2 \(x/y\): 4 of 6 hypotheses, missing ids 4, 5\. "
                                                r"Decode the whole subset .*--required-batch-size-multiple 1"):
         me.score_records(records, 6, "test2 (x/y)")
 
 
 def test_ids_beyond_the_subset_are_an_error():
     records = me.parse_generate_output(generate_output([(i, "q?", "1", "1") for i in range(4)]))
-    with pytest.raises(me.MathEvalError, match="ids beyond the 3 samples of the subset: 3"):
+    with pytest.raises(InputError, match="ids beyond the 3 samples of the subset: 3"):
         me.score_records(records, 3)
 
 
@@ -208,7 +208,7 @@ def test_hypothesis_without_score_column_is_refused(gen_dir, capsys):
     text = generate_output(OUTPUTS["test1"], "test1", shuffle=False)
     bad = text.replace("H-1\t-0.25\t4", "H-1\t4")
     assert bad != text
-    with pytest.raises(ScoringInputError, match=r"<text> line \d+: an H- line must read .*no score column"):
+    with pytest.raises(InputError, match=r"<text> line \d+: an H- line must read .*no score column"):
         me.parse_generate_output(bad, "<text>")
     (gen / "generate-test1.txt").write_text(bad)
     assert math_eval_main([str(data_bin), "--generate-dir", str(gen)]) == 1
@@ -228,7 +228,7 @@ def test_concatenated_runs_with_conflicting_targets_are_refused(gen_dir, capsys)
     err = capsys.readouterr().err
     line = (first + second).splitlines().index(f"S-1\t{tokenize(other[1][1])}") + 1
     assert f"error: {gen / 'generate-test1.txt'} line {line}: sample id 1 has two different S- lines" in err
-    with pytest.raises(ScoringInputError, match="sample id 1 has two different T- lines"):
+    with pytest.raises(InputError, match="sample id 1 has two different T- lines"):
         me.parse_generate_output(first + second.replace(f"S-1\t{tokenize(other[1][1])}\n", ""))
 
 

@@ -87,14 +87,14 @@ def test_console_scripts_point_at_functions():
 
 
 def test_caption_metrics_name_the_captioning_extra(monkeypatch):
-    from fairseq_tpr.scoring.base import ScorerUnavailable
-    from fairseq_tpr.scoring.captions import CaptionScoreError, score
+    from fairseq_tpr.errors import DependencyError
+    from fairseq_tpr.scoring.captions import score
     from fairseq_tpr.scoring.meteor import MeteorScorer
 
     monkeypatch.setitem(sys.modules, "pycocoevalcap", None)  # as if it were not installed
-    with pytest.raises(CaptionScoreError, match=re.escape("fairseq_tpr[captioning]")):
+    with pytest.raises(DependencyError, match=re.escape("fairseq_tpr[captioning]")):
         score({"1": ["a cat"]}, {"1": ["a cat"]}, ptb_tokenize=False, metrics=("BLEU-1",))
-    with pytest.raises(ScorerUnavailable, match=re.escape("fairseq_tpr[captioning]")):
+    with pytest.raises(DependencyError, match=re.escape("fairseq_tpr[captioning]")):
         MeteorScorer().check()
     assert "captioning" in _project()["optional-dependencies"]
 

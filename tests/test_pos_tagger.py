@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from fairseq_tpr.cli import pos_tagger as pos_cli
-from fairseq_tpr.corpora.pos import CorpusError, detect_format, read_conllu, read_tagged, read_word_tag
+from fairseq_tpr.corpora.pos import detect_format, read_conllu, read_tagged, read_word_tag
+from fairseq_tpr.errors import InputError
 from fairseq_tpr.grammar.unbinding_dump import check_alignment, load_unbinding
 from fairseq_tpr.modules.factored_linear import FactoredLinear
 from fairseq_tpr.modules.pos_tagger import BiLSTMPosTagger, tagging_loss
@@ -165,7 +166,7 @@ def test_read_conllu_skips_comments_ranges_and_empty_nodes(tmp_path):
 def test_read_conllu_errors_name_file_and_line(tmp_path, bad_line, lineno, msg):
     f = tmp_path / "bad.conllu"
     f.write_text("# c\n" + bad_line + "\n", encoding="utf-8")
-    with pytest.raises(CorpusError, match=msg) as e:
+    with pytest.raises(InputError, match=msg) as e:
         read_conllu(f)
     assert f"{f}:{lineno}:" in str(e.value)
 
@@ -184,7 +185,7 @@ def test_read_word_tag_splits_on_last_slash(tmp_path):
 def test_read_word_tag_errors(tmp_path, tok):
     f = tmp_path / "a.pos"
     f.write_text(f"a/DT red/JJ\na/DT {tok}\n", encoding="utf-8")
-    with pytest.raises(CorpusError, match=rf"{f}:2: token 2 '{tok}' is not word/TAG"):
+    with pytest.raises(InputError, match=rf"{f}:2: token 2 '{tok}' is not word/TAG"):
         read_word_tag(f)
 
 
@@ -210,28 +211,28 @@ def test_unbinding_dump_and_alignment(tmp_path):
     check_alignment(sents, good, tags)
 
     fewer = load_unbinding(_write_dump(tmp_path / "fewer.npz", [sents[0].words]))
-    with pytest.raises(CorpusError, match="has 2 sentences but .*fewer.npz has 1"):
+    with pytest.raises(InputError, match="has 2 sentences but .*fewer.npz has 1"):
         check_alignment(sents, fewer, tags)
     shorter = load_unbinding(_write_dump(tmp_path / "short.npz", [sents[0].words, ["the"]]))
-    with pytest.raises(CorpusError, match=r"sentence 2 \(.*a.pos:2\) differs .*2 tokens vs 1"):
+    with pytest.raises(InputError, match=r"sentence 2 \(.*a.pos:2\) differs .*2 tokens vs 1"):
         check_alignment(sents, shorter, tags)
     other = load_unbinding(_write_dump(tmp_path / "other.npz", [sents[0].words, ["the", "circle"]]))
-    with pytest.raises(CorpusError, match=r"sentence 2 .*token 2: 'square' vs 'circle'"):
+    with pytest.raises(InputError, match=r"sentence 2 .*token 2: 'square' vs 'circle'"):
         check_alignment(sents, other, tags)
 
 
 def test_unbinding_dump_errors(tmp_path):
     s = [["a", "b"], ["c"]]
     np.savez(tmp_path / "a.npz", vectors=np.zeros((3, 2), np.float32), offsets=np.array([0, 2, 3]))
-    with pytest.raises(CorpusError, match=r"missing array\(s\) \['words'\]"):
+    with pytest.raises(InputError, match=r"missing array\(s\) \['words'\]"):
         load_unbinding(tmp_path / "a.npz")
-    with pytest.raises(CorpusError, match="'offsets' must rise from 0"):
+    with pytest.raises(InputError, match="'offsets' must rise from 0"):
         load_unbinding(_write_dump(tmp_path / "b.npz", s, offsets=np.array([0, 2, 4])))
-    with pytest.raises(CorpusError, match="one word per vector"):
+    with pytest.raises(InputError, match="one word per vector"):
         load_unbinding(_write_dump(tmp_path / "c.npz", s, words=np.array(["a", "b"])))
-    with pytest.raises(CorpusError, match="object array"):
+    with pytest.raises(InputError, match="object array"):
         load_unbinding(_write_dump(tmp_path / "d.npz", s, words=np.array(["a", "b", "c"], dtype=object)))
-    with pytest.raises(CorpusError, match="no such unbinding file"):
+    with pytest.raises(InputError, match="no such unbinding file"):
         load_unbinding(tmp_path / "missing.npz")
 
 

@@ -6,10 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from fairseq_tpr.analysis import AnalysisError
 from fairseq_tpr.analysis.math_labels import char_class, place_value
 from fairseq_tpr.analysis.probe import Example, f1_scores, predict, read_labels, train_probe
 from fairseq_tpr.cli import probe as probe_cli
+from fairseq_tpr.errors import InputError
 
 from test_roles_analysis import make_checkpoint
 
@@ -83,10 +83,10 @@ def test_label_files_are_checked_against_the_tokens(tmp_path):
     assert exs[0].spans == [((0, 1),), ((1, 2),)] and exs[0].labels == ["A", "B"] and exs[1].labels == ["C", "D"]
 
     f.write_text("A B -\nC D E\n")
-    with pytest.raises(AnalysisError, match=r"l.txt line 2: 3 labels, but example 1 has 2 tokens without </s>: u v"):
+    with pytest.raises(InputError, match=r"l.txt line 2: 3 labels, but example 1 has 2 tokens without </s>: u v"):
         read_labels(str(f), "token", lengths, tokens_of=lambda i: toks[i])
     f.write_text("A B -\n")
-    with pytest.raises(AnalysisError, match="has 1 lines but the split has 2 examples"):
+    with pytest.raises(InputError, match="has 1 lines but the split has 2 examples"):
         read_labels(str(f), "token", lengths)
 
     f.write_text("0:2=NUM 2:3=OP\n\n")
@@ -99,7 +99,7 @@ def test_label_files_are_checked_against_the_tokens(tmp_path):
                       ("0-2=A\n\n", "line 1: '0-2=A' is not START:END=LABEL"),
                       ("\n\n", "holds no labels")]:
         f.write_text(text)
-        with pytest.raises(AnalysisError, match=msg):
+        with pytest.raises(InputError, match=msg):
             read_labels(str(f), "span", lengths)
 
 

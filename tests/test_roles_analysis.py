@@ -11,12 +11,13 @@ import torch
 from fairseq import options
 from fairseq.data import Dictionary, LanguagePairDataset
 
-from fairseq_tpr.analysis import AnalysisError, Capture, Dump, run_capture
+from fairseq_tpr.analysis import Capture, Dump, run_capture
 from fairseq_tpr.analysis.cluster import kmeans_roles, purity, read_token_labels
 from fairseq_tpr.analysis.dump import require_roles
 from fairseq_tpr.analysis.plots import plot_clusters, plot_heatmap
 from fairseq_tpr.analysis.stats import dump_stats, entropy, one_hot_rate, usage, usage_perplexity
 from fairseq_tpr.cli import roles as roles_cli
+from fairseq_tpr.errors import ConfigError, InputError
 
 from _builders import build, random_batch
 
@@ -269,7 +270,7 @@ def test_dump_stats_over_sites_and_refusal_for_continuous_roles():
     assert s["all"]["one_hot"]["0.98"] == pytest.approx(3 / 5)
     cont = Dump({"kind": "continuous", "arch": "tp_transformer_tiny"}, [np.zeros(3, int)], [], [0], [], [],
                 {"encoder.0.self": {"role": [np.zeros((3, 4, 16))]}})
-    with pytest.raises(AnalysisError, match="no role distributions.*tp_transformer_d.*kmeans"):
+    with pytest.raises(ConfigError, match="no role distributions.*tp_transformer_d.*kmeans"):
         dump_stats(cont)
 
 
@@ -309,7 +310,7 @@ def test_purity_by_hand_and_token_labels_aligned_to_the_dump(tmp_path):
     rows = read_token_labels(str(f), dump, "encoder")
     assert rows[0] == ["A"] * 8 + ["-"]
     f.write_text("A A\n" * 6)
-    with pytest.raises(AnalysisError, match="line 1: 2 labels, but example 0 has 8 source tokens"):
+    with pytest.raises(InputError, match="line 1: 2 labels, but example 0 has 8 source tokens"):
         read_token_labels(str(f), dump, "encoder")
 
 
@@ -326,20 +327,20 @@ def test_plots_are_written_and_non_empty(tmp_path):
 # --------------------------------------------------------------------------- bad input
 def test_out_of_range_layer_head_example_and_plain_checkpoints_have_clear_messages():
     dump, _ = _planted_dump()
-    with pytest.raises(AnalysisError, match=r"--layer 3 is out of range: the encoder has 1 layers \(0..0"):
+    with pytest.raises(ConfigError, match=r"--layer 3 is out of range: the encoder has 1 layers \(0..0"):
         dump.site("encoder", 3)
-    with pytest.raises(AnalysisError, match="no decoder layers"):
+    with pytest.raises(ConfigError, match="no decoder layers"):
         dump.site("decoder", 0)
-    with pytest.raises(AnalysisError, match=r"--head 2 is out of range: encoder.0.self has 2 heads \(0..1\)"):
+    with pytest.raises(ConfigError, match=r"--head 2 is out of range: encoder.0.self has 2 heads \(0..1\)"):
         dump.check_head("encoder.0.self", 2)
-    with pytest.raises(AnalysisError, match=r"--example 6 is out of range: the dump holds 6 examples"):
+    with pytest.raises(ConfigError, match=r"--example 6 is out of range: the dump holds 6 examples"):
         dump.check_example(6)
-    with pytest.raises(AnalysisError, match="--k 100 is larger than the 54 token vectors"):
+    with pytest.raises(ConfigError, match="--k 100 is larger than the 54 token vectors"):
         kmeans_roles(dump, "encoder.0.self", 0, 100)
-    with pytest.raises(AnalysisError, match="holds no 'attn'.*--components"):
+    with pytest.raises(ConfigError, match="holds no 'attn'.*--components"):
         dump.component("encoder.0.self", "attn")
     plain, _, _ = build("transformer_tp_tiny")
-    with pytest.raises(AnalysisError, match=r"model without roles \(--arch transformer_tp_tiny\).*tp_transformer"):
+    with pytest.raises(ConfigError, match=r"model without roles \(--arch transformer_tp_tiny\).*tp_transformer"):
         require_roles(plain, "x.pt", "transformer_tp_tiny")
 
 

@@ -25,8 +25,9 @@ import pytest
 
 from fairseq_tpr.cli import score as cli
 from fairseq_tpr.corpora.synthetic import write_reversal_task
+from fairseq_tpr.errors import DependencyError, InputError
 from fairseq_tpr.scoring import (
-    MeteorScorer, PerlRougeScorer, RougeScoreScorer, ScorerUnavailable, ScoringInputError, parse_generate_log,
+    MeteorScorer, PerlRougeScorer, RougeScoreScorer, parse_generate_log,
     read_generate_log,
 )
 from fairseq_tpr.scoring.rouge_perl import check_perl
@@ -39,7 +40,7 @@ USER_DIR = Path(__file__).resolve().parents[1] / "fairseq_tpr"
 def _perl_missing():
     try:
         check_perl()
-    except ScorerUnavailable as err:
+    except DependencyError as err:
         return str(err)
     return None
 
@@ -475,10 +476,10 @@ def test_error_hypothesis_line_without_score(tmp_path, capsys):
     log.write_text("S-0\ta b\nT-0\ta b\nH-0\t-0.2\ta b\nS-1\tc d\nT-1\tc d\nH-1\tc d\n")
     err = _error(["--generate-log", log], capsys)
     assert f"{log} line 6:" in err and "H-<id>\\t<score>\\t<text>" in err and "no score column" in err
-    with pytest.raises(ScoringInputError, match="line 6: an H- line must read"):
+    with pytest.raises(InputError, match="line 6: an H- line must read"):
         parse_generate_log(log)
     log.write_text("T-0\ta b\nH-0\t-0.2\ta b\nD-0\ta b\n")  # a D- line is held to the same format
-    with pytest.raises(ScoringInputError, match=r"gen\.out line 3: a D- line must read"):
+    with pytest.raises(InputError, match=r"gen\.out line 3: a D- line must read"):
         parse_generate_log(log)
 
 
@@ -610,7 +611,7 @@ def test_meteor(generate_run):
 
 def test_meteor_reports_missing_java(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(ScorerUnavailable, match="default-jre-headless"):
+    with pytest.raises(DependencyError, match="default-jre-headless"):
         MeteorScorer().check()
 
 

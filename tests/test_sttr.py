@@ -15,7 +15,7 @@ from fairseq_tpr.criterions.label_smoothed_cross_entropy_with_template_mse impor
     LabelSmoothedCrossEntropyWithTemplateMSECriterion as MSECriterion,
 )
 from fairseq_tpr.corpora.templates import main as binarize_main
-from fairseq_tpr.data.template_pair_dataset import TemplateDataError
+from fairseq_tpr.errors import InputError
 from fairseq_tpr.models.sttr import MissingTemplatesError, SourceOnlyEncoder, STTREncoder
 from fairseq_tpr.modules.template_fusion import TemplateAwareAttention, TemplateConcatenation, shifting_loss
 from fairseq_tpr.modules.tp_layers import RoleDecoderLayer, RoleEncoderLayer
@@ -393,11 +393,11 @@ def test_template_count_mismatch_names_both_files(named_data):
     data, d = named_data
     _write(data / "test.source-target.template", [f"tpl{i}" for i in range(N_ITEMS - 2)], d)
     task, _ = _task(data)
-    with pytest.raises(TemplateDataError, match=r"test\.source-target\.template\.bin has 21 templates but .*"
+    with pytest.raises(InputError, match=r"test\.source-target\.template\.bin has 21 templates but .*"
                                                 r"test\.source-target\.source\.bin has 23 sources"):
         task.load_dataset("test")
     _write(data / "test.source-target.template", ["tpl0"] * 5 + [""] + ["tpl1"] * (N_ITEMS - 6), d)
-    with pytest.raises(TemplateDataError, match="1 empty template.*first at line 6"):
+    with pytest.raises(InputError, match="1 empty template.*first at line 6"):
         task.load_dataset("test")
     for suffix in ("bin", "idx"):
         (data / f"test.source-target.template.{suffix}").unlink()

@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from fairseq_tpr.corpora.rst_trees import parse_tree
+from fairseq_tpr.errors import InputError
 from fairseq_tpr.modules.tree_attention import (
-    TreeError, ctree_matrices, ctree_matrix, dependency_parents, dtree_matrices, dtree_matrix, right_branching_tree,
+    ctree_matrices, ctree_matrix, dependency_parents, dtree_matrices, dtree_matrix, right_branching_tree,
     tree_to_arrays,
 )
 
@@ -129,6 +130,6 @@ def test_batched_torch_matrices_equal_numpy_with_padding():
     ("((1, 1), 'Nucleus', 'span')\n((1, 2), 'Satellite', 'x')\n((2, 3), 'Nucleus', 'y')", 3, "overlap"),
 ])
 def test_bad_trees_have_clear_messages(text, n, msg):
-    with pytest.raises(TreeError) as e:
+    with pytest.raises(InputError) as e:
         parse_tree(text, n, where="trees.txt line 7")
     assert msg in str(e.value) and "trees.txt line 7" in str(e.value)

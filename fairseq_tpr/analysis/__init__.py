@@ -6,5 +6,5 @@ and plots (:mod:`.cluster`, :mod:`.plots`), the subcommands of ``fairseq-tpr-rol
 (:mod:`.template_similarity`), learning curves and the results table of recipe runs
 (:mod:`.learning_curve`, :mod:`.results_table`). See docs/analysis.md.
 """
-from .capture import Capture, CaptureMismatch, model_kind, recompute_attention, sites  # noqa: F401
-from .dump import AnalysisError, Dump, run_capture  # noqa: F401
+from .capture import Capture, model_kind, recompute_attention, sites  # noqa: F401
+from .dump import Dump, run_capture  # noqa: F401

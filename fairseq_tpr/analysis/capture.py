@@ -7,8 +7,8 @@ pass. Two things come from forward hooks instead: the layer outputs, and the att
 probabilities of fairseq's own ``MultiheadAttention`` (the attention of ``tp_transformer_d``
 and of plain Transformers), whose fused path returns head-averaged weights only; those are
 recomputed from the module's inputs with its own weights and checked against the output it
-produced (a mismatch raises :class:`CaptureMismatch`, so a dump can never silently disagree
-with the model).
+produced (a mismatch raises a ``RuntimeError`` with its traceback, a bug to report, so a dump
+can never silently disagree with the model).
 
 Keys name one site of the network (``side.layer.kind``):
 
@@ -43,17 +43,12 @@ import torch.nn.functional as F
 from fairseq.modules import MultiheadAttention
 from torch import Tensor, nn
 
-from ..errors import FairseqTprError
 from ..modules import DiscreteRoleBinding, EmbeddingRoleBinding, TPMultiheadAttention, taps
 from ..modules.precision import at_least_fp32
 
 ATOL = 1e-4  # recomputation vs module output (fp32); relative to the output scale, see _check
 COMPONENTS = ("role", "filler", "tpr", "role_attn", "attn", "out")
 _ROLE_PARTS = {"role", "filler", "tpr"}
-
-
-class CaptureMismatch(FairseqTprError, RuntimeError):
-    """The recomputed attention does not reproduce a module's output."""
 
 
 def model_kind(model: nn.Module) -> str:
@@ -91,7 +86,7 @@ def _check(name: str, recomputed: Tensor, actual: Tensor) -> float:
     diff = (at_least_fp32(recomputed) - at_least_fp32(actual)).abs().max().item() if actual.numel() else 0.0
     scale = max(1.0, at_least_fp32(actual).abs().max().item()) if actual.numel() else 1.0
     if not diff <= ATOL * scale:
-        raise CaptureMismatch(
+        raise RuntimeError(  # a bug, not a user error: keep the traceback
             f"{name}: the recomputed attention does not reproduce the module output (max |diff| {diff:.3g}). "
             "The module's forward differs from the equations this capture assumes; this is a bug to report."
         )

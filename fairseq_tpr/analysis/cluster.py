@@ -11,7 +11,7 @@ from typing import Dict, List
 
 import numpy as np
 
-from .dump import AnalysisError
+from ..errors import ConfigError, InputError
 
 
 def kmeans_roles(dump, key: str, head: int, k: int, seed: int = 0, component: str = "role") -> Dict:
@@ -25,10 +25,10 @@ def kmeans_roles(dump, key: str, head: int, k: int, seed: int = 0, component: st
     head = dump.check_head(key, head)
     X = np.concatenate([a[:, head] for a in arrs]).astype(np.float64)  # N x d
     if k < 1:
-        raise AnalysisError(f"--k must be at least 1 (got {k})")
+        raise ConfigError(f"--k must be at least 1 (got {k})")
     if k > len(X):
-        raise AnalysisError(f"--k {k} is larger than the {len(X)} token vectors in the dump; dump more examples "
-                            "(--max-examples) or choose a smaller k")
+        raise ConfigError(f"--k {k} is larger than the {len(X)} token vectors in the dump; dump more examples "
+                          "(--max-examples) or choose a smaller k")
     km = KMeans(n_clusters=k, n_init=10, random_state=seed).fit(X)
     labels, pos = [], 0
     for a in arrs:
@@ -86,8 +86,8 @@ def read_token_labels(path: str, dump, side: str) -> List[List[str]]:
 
     lines = read_label_lines(path)
     if dump.ids and max(dump.ids) >= len(lines):
-        raise AnalysisError(f"{path} has {len(lines)} lines but the dump holds example id {max(dump.ids)} of the "
-                            "split: the label file needs one line per example of the split that was dumped")
+        raise InputError(f"{path} has {len(lines)} lines but the dump holds example id {max(dump.ids)} of the "
+                         "split: the label file needs one line per example of the split that was dumped")
     # lines of examples that are not in the dump are taken as they are (not checked)
     lengths = [len(line.split()) for line in lines]
     for i, seq in zip(dump.ids, dump.token_ids(side)):

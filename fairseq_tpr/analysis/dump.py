@@ -21,13 +21,10 @@ from typing import Dict, Iterable, List, Optional
 import numpy as np
 import torch
 
-from ..errors import FairseqTprError
+from ..errors import ConfigError, FairseqTprError, InputError
 from .capture import COMPONENTS, Capture, frozen, model_kind
 
-
-class AnalysisError(FairseqTprError):
-    """A problem with the user's input: printed as ``error: <message>`` without a traceback."""
-
+AnalysisError = FairseqTprError  # the old name, still caught by cli/probe.py and cli/roles.py
 
 ROLE_COMPONENTS = ("role", "filler", "tpr", "role_attn")
 
@@ -40,16 +37,16 @@ def load_checkpoint(path: str, data: str, cpu: bool = True):
     import fairseq_tpr  # noqa: F401  (registers the archs; allows the checkpoint's types)
 
     if not os.path.isfile(path):
-        raise AnalysisError(f"checkpoint {path} does not exist (pass --path PATH/checkpoint_best.pt)")
+        raise InputError(f"checkpoint {path} does not exist (pass --path PATH/checkpoint_best.pt)")
     if not os.path.isdir(data):
-        raise AnalysisError(f"data directory {data} does not exist (pass the data-bin made by fairseq-preprocess)")
+        raise InputError(f"data directory {data} does not exist (pass the data-bin made by fairseq-preprocess)")
     try:
         models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides={"data": data})
     except FileNotFoundError as e:
-        raise AnalysisError(f"{path} does not fit the data in {data}: {e}. Pass the data-bin the model was trained "
-                            "with (its dictionaries and language pair).")
+        raise ConfigError(f"{path} does not fit the data in {data}: {e}. Pass the data-bin the model was trained "
+                          "with (its dictionaries and language pair).")
     except (ValueError, RuntimeError) as e:
-        raise AnalysisError(f"cannot load {path} with the dictionaries of {data}:\n{e}")
+        raise ConfigError(f"cannot load {path} with the dictionaries of {data}:\n{e}")
     model = models[0]
     if not cpu and torch.cuda.is_available():
         model = model.cuda()
@@ -64,7 +61,7 @@ def arch_of(args) -> str:
 def require_roles(model, path: str, arch: str, what: str = "role dumps"):
     kind = model_kind(model)
     if kind == "plain":
-        raise AnalysisError(
+        raise ConfigError(
             f"{path} holds a model without roles (--arch {arch}): it has no role, filler or TPR vectors for {what}. "
             "Use a tp_transformer* or tp_transformer_d* checkpoint, or for this model ask only for "
             "--components attn,out (roles dump) / --representation layer (fairseq-tpr-probe)."
@@ -77,7 +74,7 @@ def load_split(task, split: str, data: str):
         task.load_dataset(split, combine=False, epoch=1)
     except FileNotFoundError as e:
         present = sorted({f.split(".")[0] for f in os.listdir(data) if f.endswith(".bin")})
-        raise AnalysisError(f"no split {split!r} in {data} ({e}); splits there: {', '.join(present) or 'none'}")
+        raise InputError(f"no split {split!r} in {data} ({e}); splits there: {', '.join(present) or 'none'}")
     return task.dataset(split)
 
 
@@ -105,40 +102,40 @@ class Dump:
         """Key of ``side`` layer ``layer`` (int, negative counts from the end, or ``"embed"``)
         ``attention`` (self/cross/out), with a clear message when out of range."""
         if side not in ("encoder", "decoder"):
-            raise AnalysisError(f"--side must be encoder or decoder (got {side!r})")
+            raise ConfigError(f"--side must be encoder or decoder (got {side!r})")
         if str(layer) == "embed":
             key = f"{side}.embed"
             if key not in self.arrays:
-                raise AnalysisError(f"this dump has no {side} embedding roles (only tp_transformer binds them, Eq. 2); "
-                                    f"sites: {', '.join(self.keys())}")
+                raise ConfigError(f"this dump has no {side} embedding roles (only tp_transformer binds them, Eq. 2); "
+                                  f"sites: {', '.join(self.keys())}")
             return key
         layers = self.layers(side)
         if not layers:
-            raise AnalysisError(f"this dump has no {side} layers; sites: {', '.join(self.keys()) or 'none'}")
+            raise ConfigError(f"this dump has no {side} layers; sites: {', '.join(self.keys()) or 'none'}")
         n = len(layers)
         try:
             i = int(layer)
         except ValueError:
-            raise AnalysisError(f"--layer must be an integer or 'embed' (got {layer!r})")
+            raise ConfigError(f"--layer must be an integer or 'embed' (got {layer!r})")
         if not -n <= i < n:
-            raise AnalysisError(
+            raise ConfigError(
                 f"--layer {i} is out of range: the {side} has {n} layers (0..{n - 1}, or -1 for the last)")
         i = layers[i]
         key = f"{side}.{i}.{attention}"
         if key not in self.arrays:
             there = sorted({k.split(".")[2] for k in self.arrays if k.startswith(f"{side}.{i}.")})
-            raise AnalysisError(f"{side} layer {i} has no {attention!r} site in this dump (it has: {', '.join(there)})")
+            raise ConfigError(f"{side} layer {i} has no {attention!r} site in this dump (it has: {', '.join(there)})")
         return key
 
     def component(self, key: str, comp: str) -> List[np.ndarray]:
         if key not in self.arrays:
-            raise AnalysisError(f"no site {key!r} in this dump; sites: {', '.join(self.keys())}")
+            raise ConfigError(f"no site {key!r} in this dump; sites: {', '.join(self.keys())}")
         if comp not in self.arrays[key]:
             have = ", ".join(self.arrays[key]) or "nothing"
             hint = (" Role distributions exist only for tp_transformer_d (discrete roles); for continuous roles use "
                     "kmeans." if comp == "role_attn" else "")
             hint += " Dump again with --components ...,attn to keep attention maps." if comp == "attn" else ""
-            raise AnalysisError(f"site {key} holds no {comp!r} in this dump (it has: {have}).{hint}")
+            raise ConfigError(f"site {key} holds no {comp!r} in this dump (it has: {have}).{hint}")
         return self.arrays[key][comp]
 
     def heads(self, key: str) -> int:
@@ -148,12 +145,12 @@ class Dump:
     def check_head(self, key: str, head: int) -> int:
         h = self.heads(key)
         if not -h <= head < h:
-            raise AnalysisError(f"--head {head} is out of range: {key} has {h} heads (0..{h - 1})")
+            raise ConfigError(f"--head {head} is out of range: {key} has {h} heads (0..{h - 1})")
         return head % h
 
     def check_example(self, example: int) -> int:
         if not 0 <= example < len(self):
-            raise AnalysisError(
+            raise ConfigError(
                 f"--example {example} is out of range: the dump holds {len(self)} examples (0..{len(self) - 1})")
         return example
 
@@ -191,12 +188,12 @@ class Dump:
     @classmethod
     def load(cls, path: str) -> "Dump":
         if not os.path.isfile(path):
-            raise AnalysisError(f"dump {path} does not exist (write one with `fairseq-tpr-roles dump`)")
+            raise InputError(f"dump {path} does not exist (write one with `fairseq-tpr-roles dump`)")
         try:
             z = np.load(path)
             meta = json.loads(str(z["meta"]))
         except Exception as e:  # noqa: BLE001  (any unreadable file gets the same message)
-            raise AnalysisError(f"{path} is not a dump written by `fairseq-tpr-roles dump` ({e})")
+            raise InputError(f"{path} is not a dump written by `fairseq-tpr-roles dump` ({e})")
         src, tgt = _split(z["src"], z["src_offsets"]), _split(z["tgt"], z["tgt_offsets"])
         arrays: Dict[str, Dict[str, List[np.ndarray]]] = {}
         for name in z.files:

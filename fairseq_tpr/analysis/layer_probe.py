@@ -8,8 +8,9 @@ import json
 import time
 from typing import Dict, List, Optional, Sequence
 
+from ..errors import ConfigError
 from .capture import model_kind
-from .dump import AnalysisError, arch_of, load_checkpoint, load_split, run_capture
+from .dump import arch_of, load_checkpoint, load_split, run_capture
 from .probe import f1_scores, predict, read_labels, train_probe
 
 REPRESENTATIONS = ("role", "filler", "tpr", "layer")
@@ -32,7 +33,7 @@ def _capture(model, task, dataset, n, side, attention, reps, layers, batch_size=
 def _labels(path, fmt, dataset, side, task):
     sizes = dataset.src_sizes if side == "encoder" else dataset.tgt_sizes
     if sizes is None:
-        raise AnalysisError("the split has no target side to probe with --side decoder")
+        raise ConfigError("the split has no target side to probe with --side decoder")
     d = task.source_dictionary if side == "encoder" else task.target_dictionary
     seqs = dataset.src if side == "encoder" else dataset.tgt
     lengths = [int(s) - 1 for s in sizes]  # without the </s> the binarizer appends
@@ -52,12 +53,12 @@ def probe_checkpoint(data: str, path: str, train_labels: str, eval_labels: str, 
     table (:func:`format_table`) and return one result per representation and layer."""
     attention = attention or ("cross" if side == "decoder" else "self")
     if side == "encoder" and attention == "cross":
-        raise AnalysisError("--attention cross exists only on the decoder (--side decoder)")
+        raise ConfigError("--attention cross exists only on the decoder (--side decoder)")
     model, task, margs = load_checkpoint(path, data, cpu=cpu)
     arch, kind = arch_of(margs), model_kind(model)
     role_reps = [r for r in representations if r != "layer"]
     if role_reps and kind == "plain":
-        raise AnalysisError(
+        raise ConfigError(
             f"{path} holds a model without roles (--arch {arch}): --representation {' '.join(role_reps)} does not "
             "exist there. Probe its layer outputs with --representation layer (the comparison Jiang et al. make).")
     part = getattr(model, side)
@@ -65,12 +66,12 @@ def probe_checkpoint(data: str, path: str, train_labels: str, eval_labels: str, 
     layers = list(range(n_layers)) if not layers else layers
     for i in layers:
         if not -n_layers <= i < n_layers:
-            raise AnalysisError(f"--layers {i} is out of range: the {side} of --arch {arch} has {n_layers} layers "
-                                f"(0..{n_layers - 1}, or negative from the end)")
+            raise ConfigError(f"--layers {i} is out of range: the {side} of --arch {arch} has {n_layers} layers "
+                              f"(0..{n_layers - 1}, or negative from the end)")
     layers = sorted({i % n_layers for i in layers})
     no_cross = getattr(part.layers[0], "encoder_attn", None) is None
     if role_reps and side == "decoder" and attention == "cross" and no_cross:
-        raise AnalysisError("this decoder has no cross-attention; pass --attention self")
+        raise ConfigError("this decoder has no cross-attention; pass --attention self")
 
     train_ds, eval_ds = load_split(task, train_split, data), load_split(task, eval_split, data)
     train_ex = _labels(train_labels, label_format, train_ds, side, task)

@@ -48,7 +48,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .dump import AnalysisError
+from ..errors import ConfigError, InputError
 
 Span = Tuple[int, int]
 
@@ -64,12 +64,12 @@ class Example:
 # --------------------------------------------------------------------------- label files
 def read_label_lines(path: str) -> List[str]:
     """The lines of a label file (split on ``\\n`` only, a final newline dropped), or an
-    :class:`AnalysisError` naming the file."""
+    :class:`InputError` naming the file."""
     try:
         with open(path, encoding="utf-8") as f:
             lines = f.read().split("\n")
     except OSError as e:
-        raise AnalysisError(f"cannot read label file {path}: {e}")
+        raise InputError(f"cannot read label file {path}: {e}")
     if lines and lines[-1] == "":
         lines = lines[:-1]
     return lines
@@ -79,12 +79,12 @@ def read_labels(path: str, fmt: str, lengths: Sequence[int], tokens_of: Optional
                 what: str = "tokens") -> List[Example]:
     """Parse a label file against the token counts of the split (``lengths[i]``: tokens of
     example i without ``</s>``; ``tokens_of(i)`` its symbols, shown in messages). Raises
-    :class:`AnalysisError` naming file, line and counts."""
+    :class:`InputError` naming file, line and counts."""
     if fmt not in ("token", "span"):
-        raise AnalysisError(f"--label-format must be token or span (got {fmt!r})")
+        raise ConfigError(f"--label-format must be token or span (got {fmt!r})")
     lines = read_label_lines(path)
     if len(lines) != len(lengths):
-        raise AnalysisError(
+        raise InputError(
             f"{path} has {len(lines)} lines but the split has {len(lengths)} examples: the label file needs one line "
             "per example of the binarized split, in the order of the text file that was binarized")
     out, n_spans = [], None
@@ -95,7 +95,7 @@ def read_labels(path: str, fmt: str, lengths: Sequence[int], tokens_of: Optional
             if len(items) != n:
                 toks = tokens_of(i) if tokens_of is not None else None
                 shown = "" if toks is None else f": {' '.join(toks[:40])}{' ...' if len(toks) > 40 else ''}"
-                raise AnalysisError(
+                raise InputError(
                     f"{path} line {i + 1}: {len(items)} labels, but example {i} has {n} {what} without </s>{shown}; "
                     "token labels need exactly one label per token (use '-' for tokens without a label)")
             for t, lab in enumerate(items):
@@ -107,25 +107,25 @@ def read_labels(path: str, fmt: str, lengths: Sequence[int], tokens_of: Optional
                 spans, lab = _parse_span_item(item, path, i)
                 for s, e in spans:
                     if not 0 <= s < e <= n:
-                        raise AnalysisError(
+                        raise InputError(
                             f"{path} line {i + 1}: span {s}:{e} in {item!r} is outside the {n} {what} of example {i} "
                             "(spans are START:END token indices, END exclusive, without </s>)")
                 if n_spans is None:
                     n_spans = len(spans)
                 elif len(spans) != n_spans:
-                    raise AnalysisError(f"{path} line {i + 1}: {item!r} has {len(spans)} spans but earlier items have "
-                                        f"{n_spans}; all items of a file need the same number of spans")
+                    raise InputError(f"{path} line {i + 1}: {item!r} has {len(spans)} spans but earlier items have "
+                                     f"{n_spans}; all items of a file need the same number of spans")
                 ex.spans.append(spans)
                 ex.labels.append(lab)
         out.append(ex)
     if not any(ex.labels for ex in out):
-        raise AnalysisError(f"{path} holds no labels")
+        raise InputError(f"{path} holds no labels")
     return out
 
 
 def _parse_span_item(item: str, path: str, i: int):
     if "=" not in item:
-        raise AnalysisError(f"{path} line {i + 1}: {item!r} is not START:END=LABEL or S1:E1,S2:E2=LABEL")
+        raise InputError(f"{path} line {i + 1}: {item!r} is not START:END=LABEL or S1:E1,S2:E2=LABEL")
     spans_s, lab = item.split("=", 1)
     spans = []
     for part in spans_s.split(","):
@@ -133,9 +133,9 @@ def _parse_span_item(item: str, path: str, i: int):
             s, e = part.split(":")
             spans.append((int(s), int(e)))
         except ValueError:
-            raise AnalysisError(f"{path} line {i + 1}: {item!r} is not START:END=LABEL or S1:E1,S2:E2=LABEL")
+            raise InputError(f"{path} line {i + 1}: {item!r} is not START:END=LABEL or S1:E1,S2:E2=LABEL")
     if len(spans) > 2 or not lab:
-        raise AnalysisError(f"{path} line {i + 1}: {item!r}: one or two spans and a non-empty label are allowed")
+        raise InputError(f"{path} line {i + 1}: {item!r}: one or two spans and a non-empty label are allowed")
     return tuple(spans), lab
 
 

@@ -9,15 +9,17 @@ such a dump (role statistics, k-means role clusters, attention heatmaps).
 * :func:`print_kmeans`: k-means of one head's role vectors, a Fig. 3-style PNG (:mod:`.cluster`);
 * :func:`write_heatmap`: attention or role attention of one layer, head and example (:mod:`.plots`).
 
-Each prints its report on stdout; a problem with the input is an :class:`AnalysisError`.
+Each prints its report on stdout; a bad input file is an :class:`~fairseq_tpr.errors.InputError`,
+a bad flag an :class:`~fairseq_tpr.errors.ConfigError`.
 """
 import json
 from typing import Optional, Sequence
 
 import numpy as np
 
+from ..errors import ConfigError
 from .capture import COMPONENTS
-from .dump import ROLE_COMPONENTS, AnalysisError, Dump
+from .dump import ROLE_COMPONENTS, Dump
 
 
 def dump_roles(data: str, path: str, out: str, split: str = "test", max_examples: Optional[int] = 128,
@@ -31,16 +33,16 @@ def dump_roles(data: str, path: str, out: str, split: str = "test", max_examples
     comps = list(components)
     bad = [c for c in comps if c not in COMPONENTS]
     if bad:
-        raise AnalysisError(f"--components: unknown {bad}; choose from {', '.join(COMPONENTS)}")
+        raise ConfigError(f"--components: unknown {bad}; choose from {', '.join(COMPONENTS)}")
     if max_examples is not None and max_examples < 1:
-        raise AnalysisError(f"--max-examples must be at least 1 (got {max_examples})")
+        raise ConfigError(f"--max-examples must be at least 1 (got {max_examples})")
     model, task, margs = load_checkpoint(path, data, cpu=cpu)
     arch = arch_of(margs)
     if any(c in ROLE_COMPONENTS for c in comps):
         kind = require_roles(model, path, arch)
         if kind == "continuous" and comps == ["role_attn"]:
-            raise AnalysisError(f"--components role_attn: {path} (--arch {arch}) has continuous roles, no role "
-                                "distributions; dump role,filler,tpr instead")
+            raise ConfigError(f"--components role_attn: {path} (--arch {arch}) has continuous roles, no role "
+                              "distributions; dump role,filler,tpr instead")
     dataset = load_split(task, split, data)
     meta = {"arch": arch, "checkpoint": path, "data": data, "split": split, "beam": beam if generate else None}
     dump = run_capture(model, task, dataset, max_examples, comps, generate=generate, beam=beam,
@@ -60,7 +62,7 @@ def print_stats(dump_path: str, thresholds: Sequence[float] = (0.98, 0.9, 0.5), 
 
     for t in thresholds:
         if not 0.0 <= t < 1.0:
-            raise AnalysisError(f"--threshold {t}: a threshold on the maximum of a distribution must be in [0, 1)")
+            raise ConfigError(f"--threshold {t}: a threshold on the maximum of a distribution must be in [0, 1)")
     dump = Dump.load(dump_path)
     stats = dump_stats(dump, thresholds)
     print(f"{dump.meta.get('arch')} on {dump.meta.get('split')} ({dump.meta.get('mode')}), {len(dump)} examples\n")

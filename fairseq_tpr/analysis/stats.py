@@ -13,6 +13,8 @@ from typing import Dict, Iterable, List
 
 import numpy as np
 
+from ..errors import ConfigError
+
 
 def one_hot_rate(A: np.ndarray, threshold: float = 0.98) -> np.ndarray:
     """``A``: ``N x H x N_r`` -> per-head fraction of distributions with max > threshold (``H``)."""
@@ -77,12 +79,10 @@ def dump_stats(dump, thresholds: Iterable[float] = (0.98,)) -> Dict:
     """Statistics of every site of a :class:`~.dump.Dump` that holds role distributions, plus
     ``"all"``: the one-hot rate over every distribution of every site and head (what the
     ``role_onehot`` validation metric reports)."""
-    from .dump import AnalysisError
-
     thresholds = list(thresholds)
     sites = {k: np.concatenate(c["role_attn"]) for k, c in dump.arrays.items() if "role_attn" in c}
     if not sites:
-        raise AnalysisError(
+        raise ConfigError(
             "this dump holds no role distributions: one-hot rates, role usage and entropy are defined for the role "
             f"attention of tp_transformer_d (discrete roles); this dump is of a {dump.meta.get('kind')} model "
             f"(--arch {dump.meta.get('arch')}). For continuous roles use `fairseq-tpr-roles kmeans`."

@@ -20,17 +20,14 @@ from typing import Dict, List, Optional
 import torch
 
 from ..criterions.label_smoothed_cross_entropy_with_template_mse import representation_similarity
-from ..errors import FairseqTprError
+from ..errors import CheckpointError, ConfigError, FairseqTprError, InputError
 from ..models.sttr import STTRModel
 from ..tasks.template_summarization import TEMPLATE_LANG, template_prefix
 from .dump import arch_of
 
 TASK = "template_summarization"
 DEFAULT_BATCH_SIZE = 64
-
-
-class SimilarityError(FairseqTprError):
-    """A problem with the user's input: printed as one line ``PROG: error: <message>``, exit 2."""
+SimilarityError = FairseqTprError  # the old name, still caught by cli/template_similarity.py
 
 
 # ---------------------------------------------------------------------------------------------
@@ -44,7 +41,7 @@ def _cfg_of(state, path):
         return convert_namespace_to_omegaconf(state["args"])
     if state.get("cfg") is not None:
         return state["cfg"]
-    raise SimilarityError(f"{path} has neither 'cfg' nor 'args': it is not a checkpoint written by fairseq-train.")
+    raise CheckpointError(f"{path} has neither 'cfg' nor 'args': it is not a checkpoint written by fairseq-train.")
 
 
 def _get(cfg, key, default=None):
@@ -64,7 +61,7 @@ def read_checkpoint_cfg(path: str, data_bin: str):
     try:
         state = checkpoint_utils.load_checkpoint_to_cpu(path, arg_overrides={"data": data_bin})
     except Exception as e:  # noqa: BLE001  (torch.load / unpickling: any failure means "not a checkpoint")
-        raise SimilarityError(f"cannot read {path} as a fairseq checkpoint ({type(e).__name__}: "
+        raise CheckpointError(f"cannot read {path} as a fairseq checkpoint ({type(e).__name__}: "
                               f"{str(e).splitlines()[0] if str(e) else ''}); pass a checkpoint_*.pt of fairseq-train.")
     cfg = _cfg_of(state, path)
     del state
@@ -72,19 +69,19 @@ def read_checkpoint_cfg(path: str, data_bin: str):
     model_cls = ARCH_MODEL_REGISTRY.get(arch)
     if model_cls is None or not issubclass(model_cls, STTRModel):
         what = model_cls.__name__ if model_cls is not None else "a model of an unregistered arch"
-        raise SimilarityError(
+        raise ConfigError(
             f"{path} holds {what} (--arch {arch}), not STTR: Table IV's similarity needs the template-aware "
             f"document H_ts of an --arch sttr* model (--task {TASK}, --template-mode attention).")
     mode = _get(cfg.model, "template_mode", "attention")
     if mode != "attention":
-        raise SimilarityError(
+        raise ConfigError(
             f"{path} is --arch {arch} with --template-mode {mode}, which has no template-aware document H_ts "
             f"({'templates are ignored' if mode == 'none' else 'the decoder reads [H_s; H_t] side by side'}): "
             "Table IV compares H_ts (Eq. 20) with the target, so pass a --template-mode attention checkpoint.")
     task_name = _get(cfg.task, "_name")
     if task_name != TASK:
-        raise SimilarityError(f"{path} was trained with --task {task_name}, not {TASK}: STTR needs the templates "
-                              f"that {TASK} loads; retrain with --task {TASK}.")
+        raise ConfigError(f"{path} was trained with --task {task_name}, not {TASK}: STTR needs the templates "
+                          f"that {TASK} loads; retrain with --task {TASK}.")
     return cfg
 
 
@@ -103,12 +100,12 @@ def check_split(data_bin: str, split: str, cfg, path: str):
             break
     else:
         present = sorted({f.split(".")[0] for f in os.listdir(data_bin) if f.endswith(".idx")})
-        raise SimilarityError(
+        raise InputError(
             f"no split {split!r} in {data_bin}: {data_bin}/{split}.{src}-{tgt}.{{{src},{tgt}}}.bin/.idx are missing "
             f"(splits there: {', '.join(present) or 'none'}); pass --gen-subset with one of them or binarize "
             f"{split} with fairseq-preprocess.")
     if template_prefix(data_bin, split, src, tgt, impl) is None:
-        raise SimilarityError(
+        raise InputError(
             f"no templates for split {split!r} in {data_bin}: {split}.{src}-{tgt}.{TEMPLATE_LANG}.bin/.idx is missing; "
             f"write {split}.template (one per source line, fairseq-tpr-retrieve-templates) and binarize it with "
             f"`bash preprocess/templates.sh RAW_DIR {data_bin} {src} {tgt} {split}`.")
@@ -127,7 +124,7 @@ def load_model(path: str, data_bin: str, device):
     try:
         task = tasks.setup_task(cfg.task, from_checkpoint=True)
     except FileNotFoundError as e:
-        raise SimilarityError(f"{data_bin} does not fit {path}: {e} (pass the data-bin the model was trained with).")
+        raise ConfigError(f"{data_bin} does not fit {path}: {e} (pass the data-bin the model was trained with).")
     models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], task=task, state=state)
     model = models[0].to(device)
     model.eval()
@@ -174,8 +171,8 @@ def sentence_similarities(model, task, split: str, batch_size: Optional[int], ma
     finally:
         handle.remove()
     if len(sims) != len(dataset):
-        raise SimilarityError(f"{len(sims)} of the {len(dataset)} sentences of {split!r} were scored; check "
-                              "--max-tokens against the longest source/template/target.")
+        raise ConfigError(f"{len(sims)} of the {len(dataset)} sentences of {split!r} were scored; check "
+                          "--max-tokens against the longest source/template/target.")
     return sims
 
 
@@ -230,18 +227,18 @@ def run(data: str, paths: List[str], labels: Optional[List[str]] = None, split: 
     (every input checked before any model runs); ``labels`` name the rows (default: from the
     checkpoint's lambda, :func:`default_label`)."""
     if labels and len(labels) != len(paths):
-        raise SimilarityError(f"{len(labels)} --label for {len(paths)} --path: give one label per checkpoint "
-                              "or none.")
+        raise ConfigError(f"{len(labels)} --label for {len(paths)} --path: give one label per checkpoint "
+                          "or none.")
     for n, flag in ((batch_size, "--batch-size"), (max_tokens, "--max-tokens")):
         if n is not None and n < 1:
-            raise SimilarityError(f"{flag} must be at least 1 (got {n}).")
+            raise ConfigError(f"{flag} must be at least 1 (got {n}).")
     missing = [p for p in paths if not os.path.isfile(p)]
     if missing:
-        raise SimilarityError(f"checkpoint {missing[0]} does not exist (pass --path RUN/checkpoint_best.pt of an "
-                              "--arch sttr* model).")
+        raise InputError(f"checkpoint {missing[0]} does not exist (pass --path RUN/checkpoint_best.pt of an "
+                         "--arch sttr* model).")
     if not os.path.isdir(data):
-        raise SimilarityError(f"data directory {data} does not exist (pass the data-bin the model was trained "
-                              "with, templates binarized by preprocess/templates.sh).")
+        raise InputError(f"data directory {data} does not exist (pass the data-bin the model was trained "
+                         "with, templates binarized by preprocess/templates.sh).")
     cfgs = [read_checkpoint_cfg(p, data) for p in paths]  # every input checked before any model runs
     for path, cfg in zip(paths, cfgs):
         check_split(data, split, cfg, path)

@@ -19,14 +19,10 @@ import torch
 
 import fairseq_tpr  # noqa: F401  (registers the safe globals for weights_only loading)
 from fairseq_tpr.checkpoint_io import atomic_write
-from fairseq_tpr.errors import FairseqTprError
+from fairseq_tpr.errors import CheckpointError, ConfigError, FairseqTprError, InputError
 
 _UPDATE = re.compile(r"^checkpoint_\d+_(\d+)\.pt$")
 _EPOCH = re.compile(r"^checkpoint(\d+)\.pt$")
-
-
-class AverageError(FairseqTprError):
-    """A problem with the user's input, printed as ``error: ...``."""
 
 
 def select_checkpoints(directory: Path, last: int, epochs: bool):
@@ -35,7 +31,7 @@ def select_checkpoints(directory: Path, last: int, epochs: bool):
     found = sorted(((int(m.group(1)), p) for p in directory.iterdir() if (m := pattern.match(p.name))), reverse=True)
     kind = "checkpoint<epoch>.pt" if epochs else "checkpoint_<epoch>_<update>.pt"
     if len(found) < last:
-        raise AverageError(
+        raise ConfigError(
             f"{directory} holds {len(found)} {kind} file(s), --last asks for {last}; "
             + ("train with --save-interval-updates and --keep-interval-updates >= N" if not epochs
                else "keep epoch checkpoints (no --no-epoch-checkpoints)"))
@@ -48,18 +44,18 @@ def average(paths):
     for path in paths:
         state = torch.load(path, map_location="cpu")
         if "model" not in state:
-            raise AverageError(f"{path} is not a fairseq checkpoint (no 'model' entry)")
+            raise CheckpointError(f"{path} is not a fairseq checkpoint (no 'model' entry)")
         model = state["model"]
         if sums is None:
             first, sums = state, {k: v.double().clone() for k, v in model.items()}
             continue
         if set(model) != set(sums):
             diff = sorted(set(model) ^ set(sums))[:5]
-            raise AverageError(f"{path} has other parameters than {paths[0]} (e.g. {diff}): average checkpoints of one run")
+            raise ConfigError(f"{path} has other parameters than {paths[0]} (e.g. {diff}): average checkpoints of one run")
         for name, value in model.items():
             if value.shape != sums[name].shape:
-                raise AverageError(f"{path}: parameter {name} has shape {tuple(value.shape)}, "
-                                   f"{paths[0]} has {tuple(sums[name].shape)}: average checkpoints of one run")
+                raise ConfigError(f"{path}: parameter {name} has shape {tuple(value.shape)}, "
+                                  f"{paths[0]} has {tuple(sums[name].shape)}: average checkpoints of one run")
             sums[name] += value.double()
     first["model"] = {k: (v / len(paths)).to(first["model"][k].dtype) for k, v in sums.items()}
     return first
@@ -76,17 +72,17 @@ def main(argv=None):
         inputs = [Path(p) for p in args.inputs]
         for p in inputs:
             if not p.exists():
-                raise AverageError(f"{p} does not exist")
+                raise InputError(f"{p} does not exist")
         if len(inputs) == 1 and inputs[0].is_dir():
             if not args.last:
-                raise AverageError("--inputs is a directory: say how many checkpoints to average with --last N")
+                raise ConfigError("--inputs is a directory: say how many checkpoints to average with --last N")
             paths = select_checkpoints(inputs[0], args.last, args.epochs)
         else:
             if args.last:
-                raise AverageError("--last needs --inputs to be one directory")
+                raise ConfigError("--last needs --inputs to be one directory")
             paths = inputs
         state = average(paths)
-    except AverageError as err:
+    except FairseqTprError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)

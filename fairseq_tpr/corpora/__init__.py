@@ -22,9 +22,10 @@ Per system:
   extractive data directory), :mod:`.debian_extractive` (Debian documents in its input layout),
   :mod:`.rst_trees` (the tree files RST parsers write).
 
-Shared: :mod:`.rawio` reads raw files with errors that name the file and line
-(:class:`~.rawio.CorpusError`, the error class of every builder here); :mod:`.linefiles` reads the
-line-aligned ``{split}.{src,tgt}`` layout.
+Shared: :mod:`.rawio` reads raw files with errors that name the file and line (a
+:class:`~fairseq_tpr.errors.InputError`; a bad option of a builder is a
+:class:`~fairseq_tpr.errors.ConfigError`); :mod:`.linefiles` reads the line-aligned
+``{split}.{src,tgt}`` layout.
 
 Data flows one way: modules here import the package root, ``modules/`` (tree maths) and ``data/``
 (the formats they write), never ``models/``, ``scoring/``, ``analysis/`` or ``cli/``.

@@ -10,8 +10,9 @@ import json
 import re
 import sys
 
+from ..errors import InputError
 from . import prepare
-from .rawio import SPLITS, CorpusError, RawSplit, read_lines, require_dir
+from .rawio import SPLITS, RawSplit, read_lines, require_dir
 
 DESCRIPTION = __doc__
 LANGS = ("source", "target")
@@ -24,7 +25,7 @@ def _sentences(value, path, n, field):
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
-        raise CorpusError(f"{path}: line {n}: {field} must be a list of strings")
+        raise InputError(f"{path}: line {n}: {field} must be a list of strings")
     return value
 
 
@@ -38,9 +39,9 @@ def read_file(path):
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            raise CorpusError(f"{path}: line {n}: not valid JSON ({e.msg} at column {e.colno})") from None
+            raise InputError(f"{path}: line {n}: not valid JSON ({e.msg} at column {e.colno})") from None
         if not isinstance(obj, dict) or "article_text" not in obj or "abstract_text" not in obj:
-            raise CorpusError(f"{path}: line {n}: expected a JSON object with article_text and abstract_text")
+            raise InputError(f"{path}: line {n}: expected a JSON object with article_text and abstract_text")
         src.append(" ".join(_sentences(obj["article_text"], path, n, "article_text")))
         tgt.append(" ".join(TAGS.sub(" ", s) for s in _sentences(obj["abstract_text"], path, n, "abstract_text")))
     name = path.name
@@ -51,10 +52,10 @@ def read(raw, args):
     raw = require_dir(raw)
     found = {s: next((raw / n for n in names if (raw / n).is_file()), None) for s, names in NAMES.items()}
     if not any(found.values()):
-        raise CorpusError(f"{raw}: no arXiv layout found; expected the JSON-lines files train.txt, val.txt, test.txt")
+        raise InputError(f"{raw}: no arXiv layout found; expected the JSON-lines files train.txt, val.txt, test.txt")
     missing = [NAMES[s][0] for s in SPLITS if found[s] is None]
     if missing:
-        raise CorpusError(f"{raw}: arXiv layout incomplete, missing {', '.join(missing)}")
+        raise InputError(f"{raw}: arXiv layout incomplete, missing {', '.join(missing)}")
     return {s: read_file(p) for s, p in found.items()}, {"layout": "JSON lines {train,val,test}.txt"}
 
 

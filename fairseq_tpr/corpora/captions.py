@@ -20,7 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..data.captioning import CaptionDataError, check_raw_split
+from ..data.captioning import check_raw_split
+from ..errors import DependencyError, InputError
 from .rawio import SPLITS
 
 SIDE_FILES = ("txt", "img", "feat.npy", "feat.ids")
@@ -33,13 +34,13 @@ def fairseq_preprocess_script():
             return str(Path(d) / "fairseq-preprocess")
     found = shutil.which("fairseq-preprocess")
     if not found:
-        raise CaptionDataError("fairseq-preprocess not found ($FAIRSEQ_BIN, next to this Python, PATH): install ve-fairseq")
+        raise DependencyError("fairseq-preprocess not found ($FAIRSEQ_BIN, next to this Python, PATH): install ve-fairseq")
     return found
 
 
 def build(raw, dest, preprocess_args=()):
     """Check ``raw``, binarize its captions into ``dest`` and copy the side files; returns
-    ``{split: number of captions}``. Bad input raises :class:`~fairseq_tpr.data.captioning.CaptionDataError`."""
+    ``{split: number of captions}``. Bad input raises an :class:`~fairseq_tpr.errors.InputError`."""
     raw, dest = Path(raw), Path(dest)
     for split in SPLITS:
         n_img, n_cap = check_raw_split(raw, split)
@@ -49,7 +50,7 @@ def build(raw, dest, preprocess_args=()):
            "--validpref", str(raw / "valid.txt"), "--testpref", str(raw / "test.txt"), "--destdir", str(dest),
            "--workers", "1", *preprocess_args]
     if subprocess.run(cmd).returncode != 0:
-        raise CaptionDataError(f"fairseq-preprocess failed on {raw} (its messages are above)")
+        raise InputError(f"fairseq-preprocess failed on {raw} (its messages are above)")
     for split in SPLITS:
         for ext in SIDE_FILES:
             shutil.copyfile(raw / f"{split}.{ext}", dest / f"{split}.{ext}")
@@ -75,7 +76,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         build(args.raw, args.dest, args.preprocess_args)
-    except CaptionDataError as err:
+    except (InputError, DependencyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     return 0

@@ -14,8 +14,9 @@
 import hashlib
 import sys
 
+from ..errors import InputError
 from . import linefiles, prepare
-from .rawio import SPLITS, CorpusError, RawSplit, read_lines, read_text, require_dir
+from .rawio import SPLITS, RawSplit, read_lines, read_text, require_dir
 
 DESCRIPTION = __doc__
 LANGS = ("source", "target")
@@ -78,17 +79,17 @@ def read(raw, args):
     has_lists = any((list_dir / name).is_file() for name in LIST_NAMES.values())
     if story_dirs or has_lists:
         if not story_dirs:
-            raise CorpusError(f"{raw}: URL lists found but no story directory ({' or '.join(STORY_DIRS)})")
+            raise InputError(f"{raw}: URL lists found but no story directory ({' or '.join(STORY_DIRS)})")
         missing = [str(list_dir / n) for n in LIST_NAMES.values() if not (list_dir / n).is_file()]
         if missing:
-            raise CorpusError(f"{raw}: story directories found but the split list(s) {', '.join(missing)} are missing "
-                              f"(expected url_lists/all_train.txt, all_val.txt, all_test.txt)")
+            raise InputError(f"{raw}: story directories found but the split list(s) {', '.join(missing)} are missing "
+                             f"(expected url_lists/all_train.txt, all_val.txt, all_test.txt)")
         splits, n_missing = read_original(raw, list_dir, story_dirs)
         return splits, {"layout": "original: *.story + url_lists", "missing_stories": n_missing,
                         "story_dirs": [str(d.relative_to(raw)) for d in story_dirs]}
     if linefiles.find(raw, ("source", "target")) is not None:
         return linefiles.read(raw, ("source", "target")), {"layout": "line files {split}.{source,target}"}
-    raise CorpusError(
+    raise InputError(
         f"{raw}: no CNN/Daily Mail layout found; expected either the line files "
         f"{linefiles.expected(('source', 'target'))} or the original release: cnn/stories/*.story, "
         f"dailymail/stories/*.story and url_lists/all_{{train,val,test}}.txt")

@@ -19,7 +19,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..data.captioning import CaptionDataError, from_karpathy
+from ..data.captioning import from_karpathy
+from ..errors import DependencyError, InputError
 from . import captions
 
 
@@ -42,7 +43,7 @@ def main(argv=None):
         for split, (n_img, n_cap) in from_karpathy(args.json, args.features, args.feature_ids, dest / "raw").items():
             print(f"{dest / 'raw'}/{split}: {n_img} images, {n_cap} captions")
         captions.build(dest / "raw", dest / "bin", ["--thresholdsrc", str(args.min_count)])
-    except CaptionDataError as err:
+    except (InputError, DependencyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     return 0

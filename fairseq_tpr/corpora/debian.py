@@ -39,8 +39,9 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from ..errors import ConfigError, DependencyError, InputError
 from .prepare import add_common_args, build, check_common_args, check_out
-from .rawio import SPLITS, CorpusError, RawSplit, normalise, read_text
+from .rawio import SPLITS, RawSplit, normalise, read_text
 
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 DEFAULT_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
@@ -55,8 +56,8 @@ def apt_update(apt_dir, mirror, suite, components, languages, arch, keyring):
     """``apt-get update`` into ``apt_dir`` with a private configuration; returns the lists dir."""
     apt_get = shutil.which("apt-get")
     if apt_get is None:
-        raise CorpusError("apt-get not found: run on a Debian/Ubuntu machine or pass --lists-dir DIR "
-                          "with Packages and Translation-* files")
+        raise DependencyError("apt-get not found: run on a Debian/Ubuntu machine or pass --lists-dir DIR "
+                              "with Packages and Translation-* files")
     apt_dir = Path(apt_dir).resolve()
     lists = apt_dir / "lists"
     for d in (lists / "partial", apt_dir / "cache" / "archives" / "partial", apt_dir / "apt.conf.d",
@@ -95,8 +96,8 @@ Acquire::IndexTargets::deb::Contents-deb::DefaultEnabled "false";
     proc = subprocess.run([apt_get, "update"], env=env, capture_output=True, text=True)
     sys.stdout.write(proc.stdout)
     if proc.returncode != 0 or "\nW: Failed" in proc.stderr or proc.stderr.startswith("E:") or "\nE:" in proc.stderr:
-        raise CorpusError(f"apt-get update failed (exit {proc.returncode}):\n{proc.stderr.strip()}\n"
-                          f"(or pass --lists-dir DIR with Packages and Translation-* files)")
+        raise DependencyError(f"apt-get update failed (exit {proc.returncode}):\n{proc.stderr.strip()}\n"
+                              f"(or pass --lists-dir DIR with Packages and Translation-* files)")
     return lists
 
 
@@ -113,7 +114,7 @@ def _open_list(path):
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
-        raise CorpusError(f"{path}: line {line}: not UTF-8 (bytes {data[e.start:e.end].hex(' ')})") from None
+        raise InputError(f"{path}: line {line}: not UTF-8 (bytes {data[e.start:e.end].hex(' ')})") from None
     return text
 
 
@@ -129,12 +130,12 @@ def parse_deb822(text, path):
             continue
         if line[0] in " \t":
             if key is None:
-                raise CorpusError(f"{path}: line {n}: continuation line outside a field")
+                raise InputError(f"{path}: line {n}: continuation line outside a field")
             cur[key] += "\n" + line
             continue
         field, sep, value = line.partition(":")
         if not sep:
-            raise CorpusError(f"{path}: line {n}: expected 'Field: value', got {line[:60]!r}")
+            raise InputError(f"{path}: line {n}: expected 'Field: value', got {line[:60]!r}")
         if not cur:
             start = n
         key = field.strip()
@@ -148,7 +149,7 @@ def find_lists(lists_dir, languages):
     """``{"packages": [paths], "en": [paths], "de": [paths], ...}`` from an apt lists directory."""
     lists_dir = Path(lists_dir)
     if not lists_dir.is_dir():
-        raise CorpusError(f"lists directory {lists_dir} does not exist")
+        raise InputError(f"lists directory {lists_dir} does not exist")
     files = sorted(p for p in lists_dir.iterdir() if p.is_file())
     plain = lambda p: re.sub(r"\.(gz|xz|bz2|lz4|zst)$", "", p.name)  # noqa: E731
     found = {"packages": [p for p in files if plain(p).endswith("Packages")]}
@@ -156,15 +157,15 @@ def find_lists(lists_dir, languages):
         found[lang] = [p for p in files if plain(p).endswith(f"Translation-{lang}")]
     unreadable = [p for p in files if p.suffix in (".lz4", ".zst") and any(p in v for v in found.values())]
     if unreadable:
-        raise CorpusError(f"{', '.join(map(str, unreadable))}: lz4/zstd-compressed lists cannot be read here; "
-                          f"let this script fetch its own (it sets Acquire::GzipIndexes false) or decompress them")
+        raise InputError(f"{', '.join(map(str, unreadable))}: lz4/zstd-compressed lists cannot be read here; "
+                         f"let this script fetch its own (it sets Acquire::GzipIndexes false) or decompress them")
     missing = [k for k in ("packages", "en") if not found[k]]
     if missing:
         names = {"packages": "*Packages", "en": "*Translation-en"}
-        raise CorpusError(f"{lists_dir}: no {' and no '.join(names[k] for k in missing)} file "
-                          f"(expected files as apt-get update writes them, e.g. "
-                          f"deb.debian.org_debian_dists_bookworm_main_binary-amd64_Packages and "
-                          f"..._main_i18n_Translation-en, optionally .gz/.xz/.bz2)")
+        raise InputError(f"{lists_dir}: no {' and no '.join(names[k] for k in missing)} file "
+                         f"(expected files as apt-get update writes them, e.g. "
+                         f"deb.debian.org_debian_dists_bookworm_main_binary-amd64_Packages and "
+                         f"..._main_i18n_Translation-en, optionally .gz/.xz/.bz2)")
     return found
 
 
@@ -174,7 +175,7 @@ def read_lists(found, languages):
     for path in found["packages"]:
         for rec, line in parse_deb822(_open_list(path), path):
             if "Package" not in rec:
-                raise CorpusError(f"{path}: paragraph at line {line} has no Package field")
+                raise InputError(f"{path}: paragraph at line {line} has no Package field")
             source_of.setdefault(rec["Package"], rec.get("Source", rec["Package"]).split()[0])
     descriptions = {}
     for lang in languages:
@@ -183,7 +184,7 @@ def read_lists(found, languages):
             field = f"Description-{lang}"
             for rec, line in parse_deb822(_open_list(path), path):
                 if "Package" not in rec or "Description-md5" not in rec or field not in rec:
-                    raise CorpusError(f"{path}: paragraph at line {line} lacks Package, Description-md5 or {field}")
+                    raise InputError(f"{path}: paragraph at line {line} lacks Package, Description-md5 or {field}")
                 text, packages = table.setdefault(rec["Description-md5"], (rec[field], []))
                 packages.append(rec["Package"])
         descriptions[lang] = table
@@ -367,8 +368,8 @@ def to_raw_splits(examples):
     for split in SPLITS:
         ex = [x for x in examples if x["split"] == split]
         if not ex:
-            raise CorpusError(f"the {split} split is empty ({len(examples)} examples in all): too little data "
-                              f"for --valid-percent/--test-percent (tiny lists?)")
+            raise InputError(f"the {split} split is empty ({len(examples)} examples in all): too little data "
+                             f"for --valid-percent/--test-percent (tiny lists?)")
         out[split] = RawSplit([x["source"] for x in ex], [x["target"] for x in ex],
                               (lambda ex: lambda i: f"package {ex[i]['package']} ({ex[i]['kind']})")(ex))
     return out
@@ -420,9 +421,9 @@ def main(argv=None):
         check_common_args(args)
         languages = [lang.strip() for lang in args.languages.split(",") if lang.strip()]
         if "en" not in languages:
-            raise CorpusError("--languages must include en (the English descriptions)")
+            raise ConfigError("--languages must include en (the English descriptions)")
         if not (0 <= args.valid_percent and 0 <= args.test_percent and args.valid_percent + args.test_percent < 100):
-            raise CorpusError("--valid-percent and --test-percent must be >= 0 and sum to less than 100")
+            raise ConfigError("--valid-percent and --test-percent must be >= 0 and sum to less than 100")
         out = args.out
         for sub in ("summarization", "en-de"):  # before fetching: refuse to overwrite without --force
             check_out(out / sub, args.force, remove=False)
@@ -441,8 +442,8 @@ def main(argv=None):
         source_of, descriptions = read_lists(found, languages)
         summ, pairs, counts = extract(source_of, descriptions, args)
         if "de" not in languages or not pairs:
-            raise CorpusError("no en-de pairs: the lists hold no Translation-de matching Translation-en "
-                              "(pass --languages en,de and check the lists)")
+            raise InputError("no en-de pairs: the lists hold no Translation-de matching Translation-en "
+                             "(pass --languages en,de and check the lists)")
         raw_summ, raw_pairs = to_raw_splits(summ), to_raw_splits(pairs)
         split_counts = {
             "summarization": {s: len(raw_summ[s]) for s in SPLITS},
@@ -462,7 +463,7 @@ def main(argv=None):
         build("debian-en-de", raw_pairs, out / "en-de", args, langs=("en", "de"), extra={"debian": record})
         write_meta(pairs, out / "en-de", args.max_examples)
         (out / "corpus.json").write_text(json.dumps(record, indent=2) + "\n")
-    except CorpusError as e:
+    except (InputError, ConfigError, DependencyError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0

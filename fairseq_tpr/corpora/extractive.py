@@ -50,8 +50,9 @@ from pathlib import Path
 import numpy as np
 
 from ..data.extractive_dataset import SplitWriter
-from ..modules.tree_attention import TreeError, right_branching_tree, tree_to_arrays
-from .rawio import CorpusError, read_lines
+from ..errors import ConfigError, InputError
+from ..modules.tree_attention import right_branching_tree, tree_to_arrays
+from .rawio import read_lines
 from .rst_trees import parse_tree
 
 ORACLE_K = {"sentence": 3, "edu": 6}
@@ -213,45 +214,45 @@ def read_split(pref, unit_sep, trees_suffix):
         path = pref + ".jsonl"
         for n, line in enumerate(read_lines(path), 1):
             if not line.strip():
-                raise CorpusError(f"{path} line {n}: empty line (one JSON document per line)")
+                raise InputError(f"{path} line {n}: empty line (one JSON document per line)")
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
-                raise CorpusError(f"{path} line {n}: not JSON ({e})") from None
+                raise InputError(f"{path} line {n}: not JSON ({e})") from None
             if not isinstance(obj.get("units"), list) or "summary" not in obj:
-                raise CorpusError(f"{path} line {n}: needs \"units\" (a list of strings) and \"summary\"")
+                raise InputError(f"{path} line {n}: needs \"units\" (a list of strings) and \"summary\"")
             docs.append([obj["units"], obj["summary"], obj.get("tree"), obj.get("labels"), f"{path} line {n}"])
     elif Path(pref + ".doc").exists():
         doc_path, sum_path = pref + ".doc", pref + ".sum"
         if not Path(sum_path).exists():
-            raise CorpusError(f"{sum_path} is missing: one reference summary per line of {doc_path}")
+            raise InputError(f"{sum_path} is missing: one reference summary per line of {doc_path}")
         doc_lines, sums = read_lines(doc_path), read_lines(sum_path)
         if len(doc_lines) != len(sums):
-            raise CorpusError(f"{doc_path} has {len(doc_lines)} lines but {sum_path} has {len(sums)}: one summary "
+            raise InputError(f"{doc_path} has {len(doc_lines)} lines but {sum_path} has {len(sums)}: one summary "
                              f"per document")
         labels = [None] * len(doc_lines)
         if Path(pref + ".labels").exists():
             lab_lines = read_lines(pref + ".labels")
             if len(lab_lines) != len(doc_lines):
-                raise CorpusError(f"{pref}.labels has {len(lab_lines)} lines but {doc_path} has {len(doc_lines)}")
+                raise InputError(f"{pref}.labels has {len(lab_lines)} lines but {doc_path} has {len(doc_lines)}")
             labels = [line.split() for line in lab_lines]
         for n, (d, s, lab) in enumerate(zip(doc_lines, sums, labels), 1):
             docs.append([d.split(unit_sep), s, None, lab, f"{doc_path} line {n}"])
     else:
-        raise CorpusError(f"neither {pref}.jsonl nor {pref}.doc exists")
+        raise InputError(f"neither {pref}.jsonl nor {pref}.doc exists")
     tree_path = Path(f"{pref}.{trees_suffix}")
     source = "rst" if any(d[2] for d in docs) else "right-branching"
     if tree_path.is_dir():
         files = sorted(p for p in tree_path.iterdir() if p.is_file())
         if len(files) != len(docs):
-            raise CorpusError(f"{tree_path}/ holds {len(files)} tree files but there are {len(docs)} documents")
+            raise InputError(f"{tree_path}/ holds {len(files)} tree files but there are {len(docs)} documents")
         for d, p in zip(docs, files):
             d[2], d[4] = p.read_text(encoding="utf-8"), f"{d[4]} (tree {p})"
         source = "rst"
     elif tree_path.is_file():
         lines = read_lines(tree_path)
         if len(lines) != len(docs):
-            raise CorpusError(f"{tree_path} has {len(lines)} lines but there are {len(docs)} documents: one tree "
+            raise InputError(f"{tree_path} has {len(lines)} lines but there are {len(docs)} documents: one tree "
                              f"per line")
         for n, (d, t) in enumerate(zip(docs, lines), 1):
             d[2], d[4] = t, f"{d[4]} (tree {tree_path} line {n})"
@@ -259,12 +260,12 @@ def read_split(pref, unit_sep, trees_suffix):
     for units, summary, _, labels, where in docs:
         for i, u in enumerate(units, 1):
             if not str(u).strip():
-                raise CorpusError(f"{where}: unit {i} is empty (check the unit separator {unit_sep!r})")
+                raise InputError(f"{where}: unit {i} is empty (check the unit separator {unit_sep!r})")
         if labels is not None:
             if len(labels) != len(units):
-                raise CorpusError(f"{where}: {len(labels)} labels but {len(units)} units: one 0/1 label per unit")
+                raise InputError(f"{where}: {len(labels)} labels but {len(units)} units: one 0/1 label per unit")
             if any(str(x) not in ("0", "1") for x in labels):
-                raise CorpusError(f"{where}: labels must be 0 or 1, got {labels[:10]}")
+                raise InputError(f"{where}: labels must be 0 or 1, got {labels[:10]}")
     return docs, source
 
 
@@ -281,7 +282,7 @@ def build_split(pref, split, args, encoder, writer_cls=SplitWriter):
                                                           disable=getattr(args, "no_progress", False)):
         if len(units) > args.max_units:
             if tree_text or not args.truncate:
-                raise CorpusError(f"{where}: {len(units)} units, more than --max-units {args.max_units}"
+                raise ConfigError(f"{where}: {len(units)} units, more than --max-units {args.max_units}"
                                  + ("" if tree_text else " (pass --truncate to cut documents)")
                                  + (": an RST tree cannot be cut; raise --max-units" if tree_text else ""))
             units, labels = units[:args.max_units], labels[:args.max_units] if labels is not None else None
@@ -335,7 +336,7 @@ def main(argv=None):
         meta_path = Path(args.destdir) / "meta.json"
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
         if meta and (meta.get("unit_dim") != encoder.dim or meta.get("encoder") != encoder.name):
-            raise CorpusError(f"{meta_path} was built with {meta.get('encoder')} ({meta.get('unit_dim')}-d); "
+            raise ConfigError(f"{meta_path} was built with {meta.get('encoder')} ({meta.get('unit_dim')}-d); "
                              f"use the same encoder for every split or a new --destdir")
         meta.update({"unit_dim": encoder.dim, "encoder": encoder.name, "unit": args.unit})
         meta.setdefault("splits", {})
@@ -343,7 +344,7 @@ def main(argv=None):
             meta["splits"][s] = build_split(p, s, args, encoder)
         Path(args.destdir).mkdir(parents=True, exist_ok=True)
         meta_path.write_text(json.dumps(meta, indent=1) + "\n")
-    except (CorpusError, TreeError) as e:
+    except (InputError, ConfigError) as e:
         print(f"extractive.py: error: {e}", file=sys.stderr)
         return 2
     print(f"wrote {args.destdir} ({encoder.name}, {encoder.dim}-d units)", file=sys.stderr)

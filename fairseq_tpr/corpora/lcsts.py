@@ -20,8 +20,9 @@ short_text, summary = summary. The default ``--bpe char`` writes one character p
 import re
 import sys
 
+from ..errors import InputError
 from . import prepare
-from .rawio import SPLITS, CorpusError, RawSplit, read_text, require_dir
+from .rawio import SPLITS, RawSplit, read_text, require_dir
 
 DESCRIPTION = __doc__
 LANGS = ("source", "target")
@@ -47,13 +48,13 @@ def read_part(path, min_label):
         fields = {k: r.search(body) for k, r in FIELD.items()}
         for k in ("summary", "short_text"):
             if fields[k] is None:
-                raise CorpusError(f"{path}: line {line}: <doc> without <{k}>...</{k}>")
+                raise InputError(f"{path}: line {line}: <doc> without <{k}>...</{k}>")
         if min_label is not None:
             if fields["human_label"] is None:
-                raise CorpusError(f"{path}: line {line}: <doc> without <human_label> (needed to filter PART_II/III)")
+                raise InputError(f"{path}: line {line}: <doc> without <human_label> (needed to filter PART_II/III)")
             label = fields["human_label"].group(1).strip()
             if not label.isdigit():
-                raise CorpusError(f"{path}: line {line}: human_label {label!r} is not a number")
+                raise InputError(f"{path}: line {line}: human_label {label!r} is not a number")
             if int(label) < min_label:
                 n_low += 1
                 continue
@@ -61,8 +62,8 @@ def read_part(path, min_label):
         tgt.append(fields["summary"].group(1))
         where.append(f"{path.name} line {line}")
     if n_docs == 0:
-        raise CorpusError(f"{path}: no <doc>...</doc> entries; expected the LCSTS format "
-                          f"<doc id=..><summary>..</summary><short_text>..</short_text></doc>")
+        raise InputError(f"{path}: no <doc>...</doc> entries; expected the LCSTS format "
+                         f"<doc id=..><summary>..</summary><short_text>..</short_text></doc>")
     return RawSplit(src, tgt, where.__getitem__), n_docs, n_low
 
 
@@ -71,11 +72,11 @@ def read(raw, args):
     base = raw / "DATA" if (raw / "DATA").is_dir() and not (raw / PARTS["train"]).is_file() else raw
     present = [p for p in PARTS.values() if (base / p).is_file()]
     if not present:
-        raise CorpusError(f"{raw}: no LCSTS layout found; expected PART_I.txt, PART_II.txt, PART_III.txt "
-                          f"(in RAW or RAW/DATA)")
+        raise InputError(f"{raw}: no LCSTS layout found; expected PART_I.txt, PART_II.txt, PART_III.txt "
+                         f"(in RAW or RAW/DATA)")
     missing = [str(base / p) for p in PARTS.values() if not (base / p).is_file()]
     if missing:
-        raise CorpusError(f"LCSTS layout incomplete, missing {', '.join(missing)}")
+        raise InputError(f"LCSTS layout incomplete, missing {', '.join(missing)}")
     splits, extra = {}, {"layout": "PART_I/II/III", "min_human_label": args.min_human_label, "docs": {},
                          "dropped_low_human_label": {}}
     for split in SPLITS:

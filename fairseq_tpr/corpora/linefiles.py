@@ -6,7 +6,8 @@ fairseq's ``examples/translation/prepare-wmt14en2de.sh`` writes them).
 """
 from pathlib import Path
 
-from .rawio import SPLITS, CorpusError, read_parallel, require_dir
+from ..errors import InputError
+from .rawio import SPLITS, read_parallel, require_dir
 
 SPLIT_NAMES = {"train": ("train",), "valid": ("valid", "val", "dev"), "test": ("test",)}
 
@@ -32,7 +33,7 @@ def find(raw, exts):
         missing += [str(p) for p in paths if not p.is_file()]
         found[split] = paths
     if missing:
-        raise CorpusError(f"{raw}: line-file layout {expected(exts)} is incomplete, missing: {', '.join(missing)}")
+        raise InputError(f"{raw}: line-file layout {expected(exts)} is incomplete, missing: {', '.join(missing)}")
     return found
 
 
@@ -43,7 +44,7 @@ def read(raw, exts):
 def read_or_explain(raw, exts, corpus, other_layouts=""):
     require_dir(raw)
     if find(raw, exts) is None:
-        raise CorpusError(f"{raw}: no {corpus} layout found; expected the line files {expected(exts)}"
-                          f"{other_layouts}")
+        raise InputError(f"{raw}: no {corpus} layout found; expected the line files {expected(exts)}"
+                         f"{other_layouts}")
     return read(raw, exts)
 

@@ -98,15 +98,14 @@ DEFAULT_MODULES = (
 )
 
 
-if __package__:  # imported as fairseq_tpr.corpora.math_dataset (or run with -m): the package's corpus error
-    from .rawio import CorpusError as _InputError
-else:  # run by path: the standard library only (module docstring)
-    _InputError = Exception
+if __package__:  # imported as fairseq_tpr.corpora.math_dataset (or run with -m): the package's errors
+    from ..errors import ConfigError, DependencyError, InputError
+else:  # run by path: the standard library only (module docstring); main() prints these itself
+    class InputError(ValueError):
+        """Stands in for the classes of :mod:`fairseq_tpr.errors` when this file runs by path."""
 
-
-class MathDataError(_InputError):
-    """A problem with the user's input: printed as ``error: <message>`` without a traceback (a
-    :class:`~fairseq_tpr.corpora.rawio.CorpusError` when imported from the package)."""
+    ConfigError = DependencyError = InputError
+ERRORS = (InputError, ConfigError, DependencyError)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,7 +140,7 @@ _BAD_CHAR = re.compile("[^\\S\n ]|" + SPACE)  # whitespace other than a space (o
 def check_module_file(path):
     """Cheap check of one ``<module>.txt`` before any long work; returns its number of examples.
 
-    Raises :class:`MathDataError` for an odd number of lines (a question without its answer),
+    Raises an :class:`InputError` for an odd number of lines (a question without its answer),
     an empty question or answer line, text that is not UTF-8, whitespace other than a plain
     space (fairseq would split on it) or a literal ``▁`` (it would come back as a space).
     Regular expressions over the whole file keep this fast on the full release.
@@ -151,7 +150,7 @@ def check_module_file(path):
         return 0
     n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
     if n_lines % 2:
-        raise MathDataError(
+        raise InputError(
             f"{path} has {n_lines} lines, an odd number: the last question has no answer. Module files "
             "hold question and answer on alternate lines; remove the unpaired last line or regenerate the file."
         )
@@ -159,12 +158,12 @@ def check_module_file(path):
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         line_no = data[: err.start].count(b"\n") + 1
-        raise MathDataError(f"{path} line {line_no} is not UTF-8 text ({err.reason}).") from None
+        raise InputError(f"{path} line {line_no} is not UTF-8 text ({err.reason}).") from None
     body = (text[:-1] if text.endswith("\n") else text).replace("\r\n", "\n")
     blank = _BLANK_LINE.search(body)
     if blank:
         line_no = body.count("\n", 0, blank.start()) + 1
-        raise MathDataError(
+        raise InputError(
             f"{path} line {line_no} is an empty {'question' if line_no % 2 else 'answer'} line. Every question "
             "and every answer must be non-empty; remove the empty line (and its partner) or regenerate the file."
         )
@@ -173,7 +172,7 @@ def check_module_file(path):
         line_no = body.count("\n", 0, bad.start()) + 1
         line = body.split("\n")[line_no - 1]
         names = ", ".join(f"U+{ord(c):04X}" for c in sorted(set(_BAD_CHAR.findall(line))))
-        raise MathDataError(
+        raise InputError(
             f"{path} line {line_no}: the {'question' if line_no % 2 else 'answer'} contains {names}. Only plain "
             f"spaces may separate words (other whitespace would be lost, and {SPACE} is the symbol a space is "
             "written as)."
@@ -193,18 +192,18 @@ def read_module_file(path):
 def scan_release(root):
     """``{split: {module: path}}`` for the release layout under ``root``.
 
-    Raises :class:`MathDataError` if ``root`` or one of the five split directories is missing.
+    Raises an :class:`InputError` if ``root`` or one of the five split directories is missing.
     """
     root = Path(root)
     if not root.is_dir():
-        raise MathDataError(
+        raise InputError(
             f"release directory {root} does not exist. Pass --release the path of the unpacked official "
             "release (the folder mathematics_dataset-v1.0 that holds train-easy/, ..., extrapolate/), "
             "or use --generate to build the data with DeepMind's generator."
         )
     missing = [split for split in RELEASE_SPLITS if not (root / split).is_dir()]
     if missing:
-        raise MathDataError(
+        raise InputError(
             f"{root} lacks the split director{'y' if len(missing) == 1 else 'ies'} {', '.join(missing)}. "
             f"The release layout is {root}/{{{','.join(RELEASE_SPLITS)}}}/<module>.txt; check that --release "
             "points at the folder that holds them (mathematics_dataset-v1.0) and that the archive was fully unpacked."
@@ -230,7 +229,7 @@ def _unknown_module_error(unknown, known, where):
     for name in unknown:
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
         lines.append(f"  {name}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
-    return MathDataError(
+    return ConfigError(
         f"unknown module name{'s' if len(unknown) > 1 else ''}:\n" + "\n".join(lines) + f"\nSee {where}."
     )
 
@@ -241,7 +240,7 @@ def select_files(layout, modules=None, where="the list of modules"):
     ``modules=None`` takes every module of the release. A training-module name brings its
     train-easy/-medium/-hard and interpolate files and every extrapolate module it owns
     (:func:`extrapolate_owner`); an extrapolate-only name brings just that file. Unknown names
-    raise :class:`MathDataError` listing close matches and ``where`` to see the list.
+    raise a :class:`ConfigError` listing close matches and ``where`` to see the list.
     """
     train_names = sorted({m for s in TRAIN_SPLITS + ("interpolate",) for m in layout[s]})
     all_names = sorted(set(train_names) | set(layout["extrapolate"]))
@@ -280,7 +279,7 @@ def ensure_generator_venv(venv):
 
     A venv we are still building carries a marker file; a venv with the marker (an earlier run
     was interrupted) is rebuilt. A directory that exists without the marker and cannot import the
-    generator is left alone and reported. Raises :class:`MathDataError` when the venv cannot be
+    generator is left alone and reported. Raises :class:`DependencyError` when the venv cannot be
     created or the packages cannot be installed (the half-built venv is removed).
     """
     venv = Path(venv).absolute()
@@ -288,7 +287,7 @@ def ensure_generator_venv(venv):
     if python.exists() and not (venv / _INCOMPLETE).exists() and _generator_works(python):
         return python
     if venv.exists() and not (venv / _INCOMPLETE).exists() and any(venv.iterdir()):
-        raise MathDataError(
+        raise DependencyError(
             f"{venv} exists but its Python cannot import mathematics_dataset. Delete it to have it rebuilt, "
             f"install the generator into it ({python} -m pip install {' '.join(repr(r) for r in GENERATOR_REQUIREMENTS)}), "
             f"or pass another --mathgen-venv (or set {MATHGEN_VENV_ENV})."
@@ -311,14 +310,14 @@ def ensure_generator_venv(venv):
         if failed:  # venv was absent, empty or ours when we started: what is there now is our half-built venv
             shutil.rmtree(venv, ignore_errors=True)
             what = "create the venv" if i == 0 else "install the generator into it"
-            raise MathDataError(
+            raise DependencyError(
                 f"could not {what} {venv}:\n{detail}\nFix the cause (a writable --mathgen-venv path, access to the "
                 f"package index for {', '.join(GENERATOR_REQUIREMENTS)}), or use --release with the official "
                 "pre-generated files."
             )
     (venv / _INCOMPLETE).unlink()
     if not _generator_works(python):
-        raise MathDataError(f"{venv} was created but cannot import mathematics_dataset.generate; delete it and retry.")
+        raise DependencyError(f"{venv} was created but cannot import mathematics_dataset.generate; delete it and retry.")
     return python
 
 
@@ -352,11 +351,11 @@ def generate_raw(raw, modules, per_module, per_test_module, seed, workers, venv,
             print(f"reusing the generated data in {raw} (same modules, counts and seed)", file=sys.stderr)
             return
         if not ours:
-            raise MathDataError(f"{raw} exists and was not written by --generate ({stamp} is missing); "
-                                "move it away or choose another --out.")
+            raise ConfigError(f"{raw} exists and was not written by --generate ({stamp} is missing); "
+                              "move it away or choose another --out.")
         if not force:
-            raise MathDataError(f"{raw} was generated with other settings (see {stamp}); pass --force to "
-                                "regenerate it, or choose another --out.")
+            raise ConfigError(f"{raw} was generated with other settings (see {stamp}); pass --force to "
+                              "regenerate it, or choose another --out.")
         shutil.rmtree(raw)
     python = ensure_generator_venv(venv)
     partial = raw.with_name(raw.name + ".partial")
@@ -375,7 +374,7 @@ def generate_raw(raw, modules, per_module, per_test_module, seed, workers, venv,
             cmd += ["--file", f"{split}/{name}"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise MathDataError(f"the generator failed on {module}:\n{(proc.stdout + proc.stderr)[-3000:]}")
+            raise DependencyError(f"the generator failed on {module}:\n{(proc.stdout + proc.stderr)[-3000:]}")
         print(f"  generated {module} in {time.time() - start:.1f} s", file=sys.stderr, flush=True)
 
     try:
@@ -482,7 +481,7 @@ def write_tokenized(files, tok, valid_per_module=None, seed=1):
                 pairs += split_pairs
         n_valid = valid_count(len(pairs), valid_per_module)
         if n_valid >= len(pairs):
-            raise MathDataError(
+            raise ConfigError(
                 f"--valid-per-module {valid_per_module} would leave no training examples of {module} "
                 f"(it has {len(pairs)}); choose fewer."
             )
@@ -545,7 +544,7 @@ def _find_script(name):
         return str(local)
     found = shutil.which(name)
     if not found:
-        raise MathDataError(f"{name} not found next to {sys.executable} or on PATH; install ve-fairseq (see README).")
+        raise DependencyError(f"{name} not found next to {sys.executable} or on PATH; install ve-fairseq (see README).")
     return found
 
 
@@ -560,7 +559,7 @@ def binarize(tok, dest, prefixes, workers):
     print(f"binarizing with fairseq-preprocess ({len(prefixes)} test subsets) ...", file=sys.stderr, flush=True)
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise MathDataError(f"fairseq-preprocess failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
+        raise InputError(f"fairseq-preprocess failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
     return {
         ("test" if k == 0 else f"test{k}"): {"split": split, "module": module}
         for k, (split, module, _) in enumerate(prefixes)
@@ -594,16 +593,16 @@ def build(out, files, valid_per_module=None, seed=1, workers=1, force=False, sou
     tok, dest = out / "tok", out / "data-bin"
     for d in (tok, dest):
         if d.exists() and not force:
-            raise MathDataError(f"{d} exists; pass --force to rebuild it, or choose another --out.")
+            raise ConfigError(f"{d} exists; pass --force to rebuild it, or choose another --out.")
     if not any(files[s] for s in TRAIN_SPLITS):
-        raise MathDataError("no training data: none of the chosen modules has a train-easy/-medium/-hard file.")
+        raise InputError("no training data: none of the chosen modules has a train-easy/-medium/-hard file.")
     checked = {}
     for split in RELEASE_SPLITS:
         for module, path in files[split].items():
             checked[(split, module)] = check_module_file(path)
     empty = [f"{s}/{m}" for (s, m), n in checked.items() if n == 0 and s in TRAIN_SPLITS]
     if empty and len(empty) == sum(len(files[s]) for s in TRAIN_SPLITS):
-        raise MathDataError("no training data: every chosen train-easy/-medium/-hard file is empty.")
+        raise InputError("no training data: every chosen train-easy/-medium/-hard file is empty.")
 
     tok_partial, dest_partial = out / "tok.partial", out / "data-bin.partial"
     for d in (tok_partial, dest_partial):
@@ -707,7 +706,7 @@ def main(argv=None):
             source = {"release": str(Path(args.release).resolve())}
         files = select_files(layout, modules, where=f"the module files in {Path(args.release or out / 'raw')}/*/")
         counts = build(out, files, args.valid_per_module, args.seed, args.workers, args.force, source)
-    except MathDataError as err:
+    except ERRORS as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Sequence
 
-from .rawio import CorpusError
+from ..errors import InputError
 
 CONLLU_EXTENSIONS = (".conllu", ".conll")
 _WS = re.compile(r"\s+")
@@ -61,7 +61,7 @@ def read_conllu(path, column: str = "upos") -> List[TaggedSentence]:
                 continue
             cols = line.split("\t")
             if len(cols) != 10:
-                raise CorpusError(
+                raise InputError(
                     f"{path}:{lineno}: a CoNLL-U word line has 10 tab-separated columns, this one has "
                     f"{len(cols)}: {line[:80]!r} (are the columns separated by spaces instead of tabs?)"
                 )
@@ -69,18 +69,18 @@ def read_conllu(path, column: str = "upos") -> List[TaggedSentence]:
             if re.fullmatch(r"\d+-\d+", tok_id) or re.fullmatch(r"\d+\.\d+", tok_id):
                 continue  # multiword-token range or empty node: not a tagged word
             if not tok_id.isdigit():
-                raise CorpusError(f"{path}:{lineno}: ID {tok_id!r} is not an integer, a range 'a-b' or an empty node 'a.b'")
+                raise InputError(f"{path}:{lineno}: ID {tok_id!r} is not an integer, a range 'a-b' or an empty node 'a.b'")
             if int(tok_id) != expected_id:
-                raise CorpusError(
+                raise InputError(
                     f"{path}:{lineno}: word ID {tok_id} where {expected_id} was expected "
                     f"(IDs restart at 1 in each sentence; is a blank line between sentences missing?)"
                 )
             expected_id += 1
             form, tag = _WS.sub("_", cols[1].strip()), cols[col].strip()
             if not form:
-                raise CorpusError(f"{path}:{lineno}: empty FORM")
+                raise InputError(f"{path}:{lineno}: empty FORM")
             if not tag or tag == "_":
-                raise CorpusError(
+                raise InputError(
                     f"{path}:{lineno}: no {column.upper()} tag (column {col + 1} is {cols[col]!r}); "
                     f"try --conllu-column {'xpos' if column == 'upos' else 'upos'}"
                 )
@@ -91,7 +91,7 @@ def read_conllu(path, column: str = "upos") -> List[TaggedSentence]:
     if words:
         sentences.append(TaggedSentence(words, tags, f"{path}:{start}"))
     if not sentences:
-        raise CorpusError(f"{path}: no sentences (an empty CoNLL-U file?)")
+        raise InputError(f"{path}: no sentences (an empty CoNLL-U file?)")
     return sentences
 
 
@@ -108,7 +108,7 @@ def read_word_tag(path) -> List[TaggedSentence]:
             for k, tok in enumerate(tokens, 1):
                 word, slash, tag = tok.rpartition("/")
                 if not slash or not word or not tag:
-                    raise CorpusError(
+                    raise InputError(
                         f"{path}:{lineno}: token {k} {tok!r} is not word/TAG (a word, a '/', a tag; the "
                         f"split is on the last '/')"
                     )
@@ -116,7 +116,7 @@ def read_word_tag(path) -> List[TaggedSentence]:
                 tags.append(tag)
             sentences.append(TaggedSentence(words, tags, f"{path}:{lineno}"))
     if not sentences:
-        raise CorpusError(f"{path}: no sentences (an empty word/TAG file?)")
+        raise InputError(f"{path}: no sentences (an empty word/TAG file?)")
     return sentences
 
 
@@ -133,13 +133,13 @@ def detect_format(path) -> str:
             if len(cols) >= 8 and re.fullmatch(r"\d+([-.]\d+)?", cols[0]):
                 return "conllu"
             return "wordtag"
-    raise CorpusError(f"{path}: the file is empty")
+    raise InputError(f"{path}: the file is empty")
 
 
 def read_tagged(path, fmt: str = "auto", column: str = "upos") -> List[TaggedSentence]:
     """Read a CoNLL-U or word/TAG file (``fmt``: ``auto``, ``conllu`` or ``wordtag``)."""
     if not Path(path).is_file():
-        raise CorpusError(f"{path}: no such tag file")
+        raise InputError(f"{path}: no such tag file")
     fmt = detect_format(path) if fmt == "auto" else fmt
     if fmt == "conllu":
         return read_conllu(path, column)
@@ -165,7 +165,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         sents = read_tagged(args.tags, args.format, args.conllu_column)
-    except CorpusError as e:
+    except InputError as e:
         sys.exit(f"error: {e}")
     n = write_sentences(sents, args.out)
     print(f"wrote {n} sentences, {sum(len(s.words) for s in sents)} tokens to {args.out}")

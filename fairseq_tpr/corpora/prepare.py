@@ -28,7 +28,8 @@ import sys
 import time
 from pathlib import Path
 
-from .rawio import SPLITS, CorpusError, normalise
+from ..errors import ConfigError, InputError
+from .rawio import SPLITS, normalise
 
 SPACE = "\u2581"  # ▁ stands for a space inside character-level lines
 BPE_CHOICES = ("sentencepiece", "fastbpe", "subword_nmt", "char", "none")
@@ -70,17 +71,17 @@ def check_common_args(args):
     """Option errors, before any data is read."""
     if args.bpe in ("fastbpe", "subword_nmt"):
         if args.bpe_codes is None:
-            raise CorpusError(f"--bpe {args.bpe} applies existing codes: pass --bpe-codes FILE")
+            raise ConfigError(f"--bpe {args.bpe} applies existing codes: pass --bpe-codes FILE")
         if not args.bpe_codes.is_file():
-            raise CorpusError(f"--bpe-codes {args.bpe_codes} does not exist")
+            raise InputError(f"--bpe-codes {args.bpe_codes} does not exist")
     elif args.bpe_codes is not None:
-        raise CorpusError(f"--bpe-codes is only used with --bpe fastbpe or subword_nmt, not --bpe {args.bpe}")
+        raise ConfigError(f"--bpe-codes is only used with --bpe fastbpe or subword_nmt, not --bpe {args.bpe}")
     if args.truncate_source == 0:
         args.truncate_source = None
     for name in ("truncate_source", "truncate_source_subwords", "max_examples", "workers", "vocab_size", "spm_sentences"):
         value = getattr(args, name, None)
         if value is not None and value < 1:
-            raise CorpusError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+            raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
 
 
 def existing_build(out):
@@ -93,7 +94,7 @@ def check_out(out, force, remove=True):
     """Refuse to mix a new build into an old one unless ``--force`` (then the old one is removed)."""
     existing = existing_build(out)
     if existing and not force:
-        raise CorpusError(f"{out} already holds a build ({', '.join(p.name for p in existing)}); "
+        raise ConfigError(f"{out} already holds a build ({', '.join(p.name for p in existing)}); "
                           f"pass --force to replace it or choose another OUT")
     if remove:
         for p in existing:
@@ -115,8 +116,8 @@ def clean_split(name, raw, on_empty, max_examples=None):
             f"{raw.locate(i)} (empty {'source' if not src[i] else 'target'})" for i in empty[:MAX_SHOWN]
         )
         more = f" and {len(empty) - MAX_SHOWN} more" if len(empty) > MAX_SHOWN else ""
-        raise CorpusError(f"{name}: {len(empty)} empty source/target example(s): {where}{more}; "
-                          f"fix the data or pass --on-empty skip")
+        raise InputError(f"{name}: {len(empty)} empty source/target example(s): {where}{more}; "
+                         f"fix the data or pass --on-empty skip")
     if empty:
         drop = set(empty)
         src = [s for i, s in enumerate(src) if i not in drop]
@@ -165,7 +166,7 @@ def train_sentencepiece(lines, out, vocab_size, model_type, max_sentences, worke
             bos_id=-1, eos_id=-1, pad_id=-1, unk_id=0, minloglevel=2,
         )
     except RuntimeError as e:
-        raise CorpusError(f"sentencepiece training failed: {e}") from None
+        raise InputError(f"sentencepiece training failed: {e}") from None
     finally:
         tmp.unlink()
     return Path(out) / "spm.model"
@@ -211,15 +212,15 @@ def encoder_of_build(out):
     out = Path(out)
     summary_path = out / "summary.json"
     if not summary_path.is_file():
-        raise CorpusError(f"{summary_path} is missing: OUT must be the output directory of a preprocess/<corpus>.sh "
-                          f"run (it records the subword step)")
+        raise InputError(f"{summary_path} is missing: OUT must be the output directory of a preprocess/<corpus>.sh "
+                         f"run (it records the subword step)")
     summary = json.loads(summary_path.read_text(encoding="utf-8"))
     bpe, codes = summary.get("bpe", "none"), summary.get("bpe_codes")
     if bpe == "sentencepiece" and not (out / "spm.model").is_file():
-        raise CorpusError(f"{out / 'spm.model'} is missing (the build used sentencepiece)")
+        raise InputError(f"{out / 'spm.model'} is missing (the build used sentencepiece)")
     if bpe in ("fastbpe", "subword_nmt") and not (codes and Path(codes).is_file()):
-        raise CorpusError(f"the BPE codes the build used ({codes}) are not found: run from the directory the build "
-                          f"was run from, or rebuild")
+        raise InputError(f"the BPE codes the build used ({codes}) are not found: run from the directory the build "
+                         f"was run from, or rebuild")
     return subword_encoder(bpe, out / "spm.model", codes)
 
 
@@ -293,12 +294,12 @@ def build(corpus, raw_splits, out, args, langs=("source", "target"), strip_bpe=F
     char_level = args.bpe == "char"
     for split in SPLITS:
         if split not in raw_splits:
-            raise CorpusError(f"no {split} split was read")
+            raise InputError(f"no {split} split was read")
     cleaned, skipped = {}, {}
     for split in SPLITS:
         src, tgt, n_skipped = clean_split(split, raw_splits[split], args.on_empty, args.max_examples)
         if not src:
-            raise CorpusError(f"{split}: no examples left (read {len(raw_splits[split])})")
+            raise InputError(f"{split}: no examples left (read {len(raw_splits[split])})")
         cleaned[split], skipped[split] = (src, tgt), n_skipped
     # all input checked: the long work starts here
     check_out(out, args.force)
@@ -398,7 +399,7 @@ def main(argv=None):
         raw_splits, extra = reader.read(args.raw, args)
         build(name, raw_splits, args.out, args, langs=langs,
               strip_bpe=getattr(reader, "STRIP_BPE", False) and args.bpe == "none", extra=extra)
-    except CorpusError as e:
+    except (InputError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0

@@ -8,22 +8,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, List
 
-from ..errors import InputError
+from ..errors import FairseqTprError, InputError
 
 SPLITS = ("train", "valid", "test")
 
 
-class CorpusError(InputError):
-    """A problem with the user's raw data or options, the one error class of :mod:`fairseq_tpr.corpora`:
-    the builders print it as ``error: <message>``, without a traceback."""
+# the old name, still caught by cli/pos_tagger.py (and the committed cli/retrieve_templates.py)
+# around corpus code that raises InputError and ConfigError
+CorpusError = FairseqTprError
 
 
 def require_dir(path, what="raw data directory"):
     path = Path(path)
     if not path.exists():
-        raise CorpusError(f"{what} {path} does not exist")
+        raise InputError(f"{what} {path} does not exist")
     if not path.is_dir():
-        raise CorpusError(f"{what} {path} is not a directory")
+        raise InputError(f"{what} {path} is not a directory")
     return path
 
 
@@ -31,7 +31,7 @@ def require_files(paths, layout):
     """Raise one error listing every missing file of a layout that was otherwise recognised."""
     missing = [str(p) for p in paths if not Path(p).is_file()]
     if missing:
-        raise CorpusError(f"{layout}: missing file(s): {', '.join(missing)}")
+        raise InputError(f"{layout}: missing file(s): {', '.join(missing)}")
 
 
 def _decode(data, path):
@@ -41,7 +41,7 @@ def _decode(data, path):
         line = data.count(b"\n", 0, e.start) + 1
         column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
         bad = data[e.start:e.end].hex(" ")
-        raise CorpusError(
+        raise InputError(
             f"{path}: line {line}, byte column {column}: not UTF-8 (bytes {bad}); "
             f"convert the file first, e.g. iconv -f <encoding> -t utf-8"
         ) from None
@@ -51,7 +51,7 @@ def read_text(path):
     """The whole file as ``str`` (strict UTF-8, a BOM dropped); errors name file, line and column."""
     path = Path(path)
     if not path.is_file():
-        raise CorpusError(f"missing file: {path}")
+        raise InputError(f"missing file: {path}")
     text = _decode(path.read_bytes(), path)
     return text[1:] if text.startswith("\ufeff") else text
 
@@ -62,7 +62,7 @@ def read_lines(path):
     dropped. Read line by line, so a multi-gigabyte file is never held twice."""
     path = Path(path)
     if not path.is_file():
-        raise CorpusError(f"missing file: {path}")
+        raise InputError(f"missing file: {path}")
     lines = []
     with open(path, "rb") as f:
         for n, raw in enumerate(f, 1):
@@ -70,7 +70,7 @@ def read_lines(path):
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
                 bad = raw[e.start:e.end].hex(" ")
-                raise CorpusError(
+                raise InputError(
                     f"{path}: line {n}, byte column {e.start + 1}: not UTF-8 (bytes {bad}); "
                     f"convert the file first, e.g. iconv -f <encoding> -t utf-8"
                 ) from None
@@ -101,7 +101,7 @@ class RawSplit:
 
     def __post_init__(self):
         if len(self.sources) != len(self.targets):
-            raise CorpusError(
+            raise InputError(
                 f"{len(self.sources)} sources but {len(self.targets)} targets "
                 f"(first example: {self.locate(0)})"
             )
@@ -114,7 +114,7 @@ def read_parallel(src_path, tgt_path):
     """Two line-aligned files -> :class:`RawSplit`; different line counts are an error."""
     src, tgt = read_lines(src_path), read_lines(tgt_path)
     if len(src) != len(tgt):
-        raise CorpusError(
+        raise InputError(
             f"line counts differ: {src_path} has {len(src)} lines, {tgt_path} has {len(tgt)}; "
             f"source and target files must be line-aligned"
         )

@@ -45,12 +45,13 @@ Tree formats (all give the same :class:`RSTNode` tree; :func:`parse_tree` detect
 
 :func:`parse_tree` validates the tree it reads (:func:`~fairseq_tpr.modules.tree_attention.validate_tree`:
 it covers its document's units exactly, children are contiguous, every relation has a nucleus)
-and raises :class:`~fairseq_tpr.modules.tree_attention.TreeError` naming the source and the node.
+and raises :class:`~fairseq_tpr.errors.InputError` naming the source and the node.
 """
 import json
 import re
 
-from ..modules.tree_attention import NUCLEUS, SATELLITE, RSTNode, TreeError, validate_tree
+from ..errors import InputError
+from ..modules.tree_attention import NUCLEUS, SATELLITE, RSTNode, validate_tree
 
 
 def _nuc(label, where):
@@ -59,7 +60,7 @@ def _nuc(label, where):
         return NUCLEUS
     if key in ("s", "satellite"):
         return SATELLITE
-    raise TreeError(f"{where}: nuclearity {label!r} is neither Nucleus (N) nor Satellite (S)")
+    raise InputError(f"{where}: nuclearity {label!r} is neither Nucleus (N) nor Satellite (S)")
 
 
 _TOKEN = re.compile(r"_!.*?!_|\(|\)|[^\s()]+", re.S)
@@ -72,17 +73,17 @@ def _sexpr(text, where):
     def read():
         nonlocal pos
         if pos >= len(tokens):
-            raise TreeError(f"{where}: the bracketed tree ends early: a ')' is missing")
+            raise InputError(f"{where}: the bracketed tree ends early: a ')' is missing")
         tok = tokens[pos]
         pos += 1
         if tok == ")":
-            raise TreeError(f"{where}: unexpected ')' (token {pos}): too many closing brackets")
+            raise InputError(f"{where}: unexpected ')' (token {pos}): too many closing brackets")
         if tok != "(":
             return tok
         out = []
         while True:
             if pos >= len(tokens):
-                raise TreeError(f"{where}: the bracketed tree ends early: a ')' is missing")
+                raise InputError(f"{where}: the bracketed tree ends early: a ')' is missing")
             if tokens[pos] == ")":
                 pos += 1
                 return out
@@ -90,20 +91,20 @@ def _sexpr(text, where):
 
     expr = read()
     if pos != len(tokens) and tokens[pos] == ")":
-        raise TreeError(f"{where}: unexpected ')' (token {pos + 1}): too many closing brackets")
+        raise InputError(f"{where}: unexpected ')' (token {pos + 1}): too many closing brackets")
     if pos != len(tokens):
-        raise TreeError(f"{where}: text after the end of the tree (token {pos + 1} of {len(tokens)}): "
-                        f"one tree per document")
+        raise InputError(f"{where}: text after the end of the tree (token {pos + 1} of {len(tokens)}): "
+                         f"one tree per document")
     return expr
 
 
 def _from_sexpr(expr, where, is_root=True):
     if not isinstance(expr, list) or not expr or isinstance(expr[0], list):
-        raise TreeError(f"{where}: expected a node '(Root|Nucleus|Satellite ...)', got {expr!r:.60}")
+        raise InputError(f"{where}: expected a node '(Root|Nucleus|Satellite ...)', got {expr!r:.60}")
     label, _, rel = expr[0].partition(":")
     if is_root:
         if label.lower() != "root":
-            raise TreeError(f"{where}: the outermost node must be '(Root ...)', got '({expr[0]} ...)'")
+            raise InputError(f"{where}: the outermost node must be '(Root ...)', got '({expr[0]} ...)'")
         nuc = None
     else:
         nuc = _nuc(label, where)
@@ -111,7 +112,7 @@ def _from_sexpr(expr, where, is_root=True):
     leaf, span = None, None
     for item in expr[1:]:
         if not isinstance(item, list) or not item:
-            raise TreeError(f"{where}: stray token {item!r} inside '({expr[0]} ...)'")
+            raise InputError(f"{where}: stray token {item!r} inside '({expr[0]} ...)'")
         head = item[0] if isinstance(item[0], str) else ""
         key = head.lower()
         if key in ("leaf", "span"):
@@ -121,38 +122,38 @@ def _from_sexpr(expr, where, is_root=True):
                 else:
                     span = (int(item[1]), int(item[2]))
             except (IndexError, TypeError, ValueError):
-                raise TreeError(f"{where}: malformed item ({' '.join(map(str, item))}): write (leaf K) or "
-                                f"(span A B) with integers") from None
+                raise InputError(f"{where}: malformed item ({' '.join(map(str, item))}): write (leaf K) or "
+                                 f"(span A B) with integers") from None
         elif key == "rel2par":
             node.relation = item[1] if len(item) > 1 and isinstance(item[1], str) else None
         elif key != "text":
             node.children.append(_from_sexpr(item, where, is_root=False))
     if leaf is not None:
         if node.children:
-            raise TreeError(f"{where}: node '(... (leaf {leaf}) ...)' also has child nodes")
+            raise InputError(f"{where}: node '(... (leaf {leaf}) ...)' also has child nodes")
         node.start = node.end = leaf
     elif node.children:
         node.start, node.end = node.children[0].start, node.children[-1].end
     else:
-        raise TreeError(f"{where}: node '({expr[0]} ...)' has neither (leaf K) nor child nodes")
+        raise InputError(f"{where}: node '({expr[0]} ...)' has neither (leaf K) nor child nodes")
     if span is not None and span != (node.start, node.end):
-        raise TreeError(f"{where}: node says (span {span[0]} {span[1]}) but its children cover "
-                        f"{node.start}..{node.end}")
+        raise InputError(f"{where}: node says (span {span[0]} {span[1]}) but its children cover "
+                         f"{node.start}..{node.end}")
     return node
 
 
 def _from_json(obj, where, nuc=None, is_root=True):
     if not isinstance(obj, dict) or "span" not in obj:
-        raise TreeError(f"{where}: every JSON node needs \"span\": [a, b]; got {str(obj)[:60]}")
+        raise InputError(f"{where}: every JSON node needs \"span\": [a, b]; got {str(obj)[:60]}")
     try:
         a, b = (int(x) for x in obj["span"])
     except (TypeError, ValueError):
-        raise TreeError(f"{where}: \"span\" must be two integers, got {obj['span']!r}") from None
+        raise InputError(f"{where}: \"span\" must be two integers, got {obj['span']!r}") from None
     if not is_root:
         label = obj.get("nuclearity") if nuc is None else nuc
         if label is None or (isinstance(label, str) and len(label) > 1 and label.upper() in ("NS", "SN", "NN")):
-            raise TreeError(f"{where}: node {a}-{b} has no nuclearity of its own (give \"nuclearity\": \"N\" or "
-                            f"\"S\", or \"NS\"/\"SN\"/\"NN\" on its parent)")
+            raise InputError(f"{where}: node {a}-{b} has no nuclearity of its own (give \"nuclearity\": \"N\" or "
+                             f"\"S\", or \"NS\"/\"SN\"/\"NN\" on its parent)")
         nuc = _nuc(label, where)
     node = RSTNode(a, b, nuc if not is_root else None, obj.get("relation"))
     kids = obj.get("children") or []
@@ -170,24 +171,24 @@ def _from_span_list(lines, where):
     for n, line in enumerate(lines, 1):
         m = re.match(r"\s*\(\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)\s*,\s*'([^']*)'\s*(?:,\s*'([^']*)'\s*)?\)\s*$", line)
         if not m:
-            raise TreeError(f"{where} line {n}: expected \"((a, b), 'Nucleus'|'Satellite', 'relation')\", "
-                            f"got {line.strip()[:60]!r}")
+            raise InputError(f"{where} line {n}: expected \"((a, b), 'Nucleus'|'Satellite', 'relation')\", "
+                             f"got {line.strip()[:60]!r}")
         nodes.append(RSTNode(int(m[1]), int(m[2]), _nuc(m[3], f"{where} line {n}"), m[4]))
     if not nodes:
-        raise TreeError(f"{where}: empty span list")
+        raise InputError(f"{where}: empty span list")
     root = RSTNode(min(x.start for x in nodes), max(x.end for x in nodes), None)
     # parents by containment: sort outer spans first, then attach each node to the innermost open span
     order = sorted(nodes, key=lambda x: (x.start, -x.end))
     stack = [root]
     for x in order:
         if (x.start, x.end) == (root.start, root.end):
-            raise TreeError(f"{where}: span {x.start}-{x.end} repeats the whole document (the root is implicit "
-                            f"in a span list)")
+            raise InputError(f"{where}: span {x.start}-{x.end} repeats the whole document (the root is implicit "
+                             f"in a span list)")
         while not (stack[-1].start <= x.start and x.end <= stack[-1].end):
             stack.pop()
         if stack[-1].children and stack[-1].children[-1].end >= x.start:
             prev = stack[-1].children[-1]
-            raise TreeError(f"{where}: spans {prev.start}-{prev.end} and {x.start}-{x.end} overlap")
+            raise InputError(f"{where}: spans {prev.start}-{prev.end} and {x.start}-{x.end} overlap")
         stack[-1].children.append(x)
         stack.append(x)
     return root
@@ -198,19 +199,19 @@ def parse_tree(text, n_units=None, where="tree"):
     when given. ``where`` names the source in error messages (file and line)."""
     s = text.strip()
     if not s:
-        raise TreeError(f"{where}: empty tree")
+        raise InputError(f"{where}: empty tree")
     if s.startswith("{"):
         try:
             obj = json.loads(s)
         except json.JSONDecodeError as e:
-            raise TreeError(f"{where}: not valid JSON ({e})") from None
+            raise InputError(f"{where}: not valid JSON ({e})") from None
         root = _from_json(obj, where)
     elif s.startswith("(("):
         root = _from_span_list([x for x in s.splitlines() if x.strip()], where)
     elif s.startswith("("):
         root = _from_sexpr(_sexpr(s, where), where)
     else:
-        raise TreeError(f"{where}: a tree starts with '(' (bracketed), '((' (span list) or '{{' (JSON); "
-                        f"got {s[:30]!r}")
+        raise InputError(f"{where}: a tree starts with '(' (bracketed), '((' (span list) or '{{' (JSON); "
+                         f"got {s[:30]!r}")
     validate_tree(root, n_units, where)
     return root

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .rawio import CorpusError
+from ..errors import ConfigError
 
 COLORS = {"red": (1.0, 0.1, 0.1), "green": (0.1, 0.9, 0.1), "blue": (0.15, 0.25, 1.0),
           "yellow": (1.0, 0.95, 0.1), "purple": (0.6, 0.1, 0.9)}
@@ -146,7 +146,7 @@ class RandomFilterCNN:
 def write_shapes_corpus(outdir, n_train=3000, n_valid=200, n_test=200, refs=4, seed=1, n_png=6):
     """Write the corpus (module docstring) and return ``{split: (images, captions)}``."""
     if not 1 <= refs <= 6:
-        raise CorpusError(f"--refs {refs}: between 1 and 6 references per image (there are 6 templates)")
+        raise ConfigError(f"--refs {refs}: between 1 and 6 references per image (there are 6 templates)")
     rng = random.Random(seed)
     cnn = RandomFilterCNN()
     outdir = Path(outdir)

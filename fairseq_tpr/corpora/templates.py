@@ -24,8 +24,9 @@ from pathlib import Path
 
 from fairseq.data import Dictionary, indexed_dataset
 
+from ..errors import InputError
 from .prepare import encode_all, encoder_of_build
-from .rawio import CorpusError, normalise, read_lines
+from .rawio import normalise, read_lines
 
 
 def source_count(data_bin, split, src, tgt):
@@ -39,13 +40,13 @@ def source_count(data_bin, split, src, tgt):
 
 def check_template_lines(lines, path, n_sources=None, source_path=None):
     if n_sources is not None and len(lines) != n_sources:
-        raise CorpusError(
+        raise InputError(
             f"{path} has {len(lines)} lines but {source_path} has {n_sources} sources: templates must be aligned "
             f"line by line with the sources (retrieve them again for this split)."
         )
     for n, line in enumerate(lines, 1):
         if not line.strip():
-            raise CorpusError(f"{path}: line {n} is empty: every source needs a non-empty template.")
+            raise InputError(f"{path}: line {n} is empty: every source needs a non-empty template.")
 
 
 def binarize(lines, dictionary: Dictionary, out_prefix: str):
@@ -77,7 +78,7 @@ def main(argv=None):
     dict_path = Path(args.data_bin) / f"dict.{src}.txt"
     try:
         if not dict_path.is_file():
-            raise CorpusError(f"{dict_path} is missing: run fairseq-preprocess for the source/target pair first")
+            raise InputError(f"{dict_path} is missing: run fairseq-preprocess for the source/target pair first")
         dictionary = Dictionary.load(str(dict_path))
         encode = encoder_of_build(args.encode_like) if args.encode_like else None
         todo = []
@@ -93,13 +94,13 @@ def main(argv=None):
                 lines = encode_all(encode, [normalise(line) for line in lines])
             todo.append((split, lines))
         if not todo:
-            raise CorpusError(f"no split of {args.splits} has a binarized source in {args.data_bin}")
+            raise InputError(f"no split of {args.splits} has a binarized source in {args.data_bin}")
         for split, lines in todo:
             out = os.path.join(args.data_bin, f"{split}.{src}-{tgt}.template")
             n_tok, n_unk = binarize(lines, dictionary, out)
             print(f"{split}: {len(lines)} templates, {n_tok} tokens, {100.0 * n_unk / max(n_tok, 1):.2f}% <unk> "
                   f"-> {out}.bin/.idx")
-    except CorpusError as e:
+    except InputError as e:
         print(f"template_binarize: error: {e}", file=sys.stderr)
         return 2
     return 0

@@ -18,8 +18,9 @@ import io
 import re
 import sys
 
+from ..errors import InputError
 from . import prepare
-from .rawio import SPLITS, CorpusError, RawSplit, read_lines, read_text, require_dir, require_files
+from .rawio import SPLITS, RawSplit, read_lines, read_text, require_dir, require_files
 
 DESCRIPTION = __doc__
 LANGS = ("source", "target")
@@ -38,8 +39,8 @@ def read(raw, args):
     csv_path = raw / CSV_NAME
     lists = {s: raw / n for s, n in LIST_NAMES.items()}
     if not csv_path.is_file() and not any(p.is_file() for p in lists.values()):
-        raise CorpusError(f"{raw}: no WikiHow layout found; expected {CSV_NAME} and the split lists "
-                          f"{', '.join(LIST_NAMES.values())}")
+        raise InputError(f"{raw}: no WikiHow layout found; expected {CSV_NAME} and the split lists "
+                         f"{', '.join(LIST_NAMES.values())}")
     require_files([csv_path, *lists.values()], "WikiHow")
     text = read_text(csv_path)
     csv.field_size_limit(sys.maxsize)
@@ -47,12 +48,12 @@ def read(raw, args):
     try:
         header = next(rows)
     except StopIteration:
-        raise CorpusError(f"{csv_path}: empty file") from None
+        raise InputError(f"{csv_path}: empty file") from None
     cols = {name.strip(): i for i, name in enumerate(header)}
     missing = [c for c in ("headline", "title", "text") if c not in cols]
     if missing:
-        raise CorpusError(f"{csv_path}: no column(s) {', '.join(missing)} in the header {header}; "
-                          f"expected headline,title,text")
+        raise InputError(f"{csv_path}: no column(s) {', '.join(missing)} in the header {header}; "
+                         f"expected headline,title,text")
     index, n_rows, n_short = {}, 0, 0
     try:
         for row in rows:
@@ -60,8 +61,8 @@ def read(raw, args):
                 continue
             n_rows += 1
             if len(row) < len(header):
-                raise CorpusError(f"{csv_path}: record {n_rows + 1} (line ~{rows.line_num}) has {len(row)} "
-                                  f"fields, expected {len(header)}")
+                raise InputError(f"{csv_path}: record {n_rows + 1} (line ~{rows.line_num}) has {len(row)} "
+                                 f"fields, expected {len(header)}")
             headline, title, body = row[cols["headline"]], row[cols["title"]], row[cols["text"]]
             if not len(headline) < 0.75 * len(body):
                 n_short += 1
@@ -71,7 +72,7 @@ def read(raw, args):
             index.setdefault(key, example)
             index.setdefault(key.encode("ascii", "ignore").decode(), example)
     except csv.Error as e:
-        raise CorpusError(f"{csv_path}: line {rows.line_num}: CSV error: {e}") from None
+        raise InputError(f"{csv_path}: line {rows.line_num}: CSV error: {e}") from None
     splits, not_found = {}, {}
     for split in SPLITS:
         titles = [t.strip() for t in read_lines(lists[split]) if t.strip()]
@@ -85,8 +86,8 @@ def read(raw, args):
             tgt.append(ex[1])
             where.append(f"{CSV_NAME} record {ex[2]} ({lists[split].name} line {n}: {t})")
         if titles and len(lost) > MAX_NOT_FOUND * len(titles):
-            raise CorpusError(f"{lists[split]}: {len(lost)} of {len(titles)} titles are not in {csv_path} "
-                              f"(e.g. {'; '.join(lost[:3])}); are these the lists for this CSV?")
+            raise InputError(f"{lists[split]}: {len(lost)} of {len(titles)} titles are not in {csv_path} "
+                             f"(e.g. {'; '.join(lost[:3])}); are these the lists for this CSV?")
         if lost:
             print(f"warning: {split}: {len(lost)} listed title(s) not in {CSV_NAME}, skipped: "
                   f"{'; '.join(lost[:5])}{' ...' if len(lost) > 5 else ''}", file=sys.stderr)

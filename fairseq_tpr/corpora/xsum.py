@@ -12,8 +12,9 @@ import json
 import re
 import sys
 
+from ..errors import InputError
 from . import linefiles, prepare
-from .rawio import CorpusError, RawSplit, read_text, require_dir
+from .rawio import RawSplit, read_text, require_dir
 
 DESCRIPTION = __doc__
 LANGS = ("source", "target")
@@ -28,12 +29,12 @@ def parse_summary_file(path):
     text = read_text(path)
     parts = SECTION.split(text)
     if len(parts) < 3:
-        raise CorpusError(f"{path}: no [SN]SECTION[SN] markers; expected [SN]URL[SN], [SN]TITLE[SN], "
-                          f"[SN]FIRST-SENTENCE[SN], [SN]RESTBODY[SN]")
+        raise InputError(f"{path}: no [SN]SECTION[SN] markers; expected [SN]URL[SN], [SN]TITLE[SN], "
+                         f"[SN]FIRST-SENTENCE[SN], [SN]RESTBODY[SN]")
     sections = {parts[i]: parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
     for key in ("FIRST-SENTENCE", "RESTBODY"):
         if key not in sections:
-            raise CorpusError(f"{path}: no [SN]{key}[SN] section (found {', '.join(sections)})")
+            raise InputError(f"{path}: no [SN]{key}[SN] section (found {', '.join(sections)})")
     return sections
 
 
@@ -43,10 +44,10 @@ def read_original(raw, split_json):
     try:
         ids = json.loads(read_text(split_json))
     except json.JSONDecodeError as e:
-        raise CorpusError(f"{split_json}: line {e.lineno}: not valid JSON ({e.msg})") from None
+        raise InputError(f"{split_json}: line {e.lineno}: not valid JSON ({e.msg})") from None
     missing_keys = [k for k in JSON_KEYS.values() if k not in ids]
     if missing_keys:
-        raise CorpusError(f"{split_json}: no {', '.join(missing_keys)} id list(s); expected keys train, validation, test")
+        raise InputError(f"{split_json}: no {', '.join(missing_keys)} id list(s); expected keys train, validation, test")
     splits, n_missing = {}, 0
     for split, key in JSON_KEYS.items():
         src, tgt, where = [], [], []
@@ -71,12 +72,12 @@ def read(raw, args):
     split_json = raw / SPLIT_JSON
     if split_json.is_file() or (raw / "bbc-summary-data").is_dir():
         if not split_json.is_file():
-            raise CorpusError(f"{raw}: bbc-summary-data/ is there but not the split file {SPLIT_JSON}")
+            raise InputError(f"{raw}: bbc-summary-data/ is there but not the split file {SPLIT_JSON}")
         splits, n_missing = read_original(raw, split_json)
         return splits, {"layout": "original: split JSON + bbc-summary-data/*.summary", "missing_documents": n_missing}
     if linefiles.find(raw, ("source", "target")) is not None:
         return linefiles.read(raw, ("source", "target")), {"layout": "line files {split}.{source,target}"}
-    raise CorpusError(
+    raise InputError(
         f"{raw}: no XSum layout found; expected either the line files {linefiles.expected(('source', 'target'))} "
         f"or the original release: {SPLIT_JSON} and bbc-summary-data/<id>.summary")
 

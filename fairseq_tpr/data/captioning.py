@@ -32,10 +32,6 @@ from ..errors import InputError
 from .length_sorted_dataset import LengthSortedDataset
 
 
-class CaptionDataError(InputError):
-    """Captioning files that do not fit together; the message says which file and line, and how to fix it."""
-
-
 def read_lines(path):
     with open(path, encoding="utf-8") as f:
         return [line.rstrip("\n") for line in f]
@@ -47,21 +43,21 @@ def load_features(data_dir, split):
     feat_path, ids_path = data_dir / f"{split}.feat.npy", data_dir / f"{split}.feat.ids"
     for p in (feat_path, ids_path):
         if not p.exists():
-            raise CaptionDataError(f"{p} is missing: a captioning split needs {split}.feat.npy (N x D float "
-                                   f"image features) and {split}.feat.ids (the image id of each row)")
+            raise InputError(f"{p} is missing: a captioning split needs {split}.feat.npy (N x D float "
+                             f"image features) and {split}.feat.ids (the image id of each row)")
     feats = np.load(feat_path, mmap_mode="r")
     if feats.ndim != 2:
-        raise CaptionDataError(f"{feat_path} has shape {feats.shape}; expected a 2-d array N images x D features")
+        raise InputError(f"{feat_path} has shape {feats.shape}; expected a 2-d array N images x D features")
     ids = [i.strip() for i in read_lines(ids_path)]
     if len(ids) != feats.shape[0]:
-        raise CaptionDataError(f"{feat_path} has {feats.shape[0]} rows but {ids_path} lists {len(ids)} image ids: "
-                               f"they must match line for line (rebuild the features or the id file)")
+        raise InputError(f"{feat_path} has {feats.shape[0]} rows but {ids_path} lists {len(ids)} image ids: "
+                         f"they must match line for line (rebuild the features or the id file)")
     id2row = {}
     for n, i in enumerate(ids, 1):
         if not i:
-            raise CaptionDataError(f"{ids_path} line {n}: empty image id")
+            raise InputError(f"{ids_path} line {n}: empty image id")
         if i in id2row:
-            raise CaptionDataError(f"{ids_path} line {n}: image id {i!r} repeats line {id2row[i] + 1}")
+            raise InputError(f"{ids_path} line {n}: image id {i!r} repeats line {id2row[i] + 1}")
         id2row[i] = n - 1
     return feats, ids, id2row
 
@@ -79,16 +75,16 @@ def caption_rows(data_dir, split, id2row, n_captions=None):
     """Row index (into ``split.feat.npy``) of each caption of ``split.img``, checked against the features."""
     img_path = Path(data_dir) / f"{split}.img"
     if not img_path.exists():
-        raise CaptionDataError(f"{img_path} is missing: it gives the image id of each caption line")
+        raise InputError(f"{img_path} is missing: it gives the image id of each caption line")
     img = [i.strip() for i in read_lines(img_path)]
     if n_captions is not None and len(img) != n_captions:
-        raise CaptionDataError(f"{img_path} has {len(img)} lines but split {split!r} has {n_captions} captions: "
-                               f"one image id per caption line")
+        raise InputError(f"{img_path} has {len(img)} lines but split {split!r} has {n_captions} captions: "
+                         f"one image id per caption line")
     rows = np.empty(len(img), dtype=np.int64)
     for n, i in enumerate(img, 1):
         if i not in id2row:
-            raise CaptionDataError(f"{img_path} line {n}: caption for unknown image id {i!r} (not in "
-                                   f"{split}.feat.ids); add its features or drop the caption")
+            raise InputError(f"{img_path} line {n}: caption for unknown image id {i!r} (not in "
+                             f"{split}.feat.ids); add its features or drop the caption")
         rows[n - 1] = id2row[i]
     return rows
 
@@ -98,11 +94,11 @@ def check_raw_split(data_dir, split):
     _, ids, id2row = load_features(data_dir, split)
     txt_path = Path(data_dir) / f"{split}.txt"
     if not txt_path.exists():
-        raise CaptionDataError(f"{txt_path} is missing: one tokenised caption per line")
+        raise InputError(f"{txt_path} is missing: one tokenised caption per line")
     captions = read_lines(txt_path)
     for n, c in enumerate(captions, 1):
         if not c.strip():
-            raise CaptionDataError(f"{txt_path} line {n}: empty caption; remove it (and line {n} of {split}.img)")
+            raise InputError(f"{txt_path} line {n}: empty caption; remove it (and line {n} of {split}.img)")
     caption_rows(data_dir, split, id2row, len(captions))
     return len(ids), len(captions)
 
@@ -124,16 +120,16 @@ class CaptioningDataset(LengthSortedDataset):
         cap_sizes = np.asarray(captions.sizes)
         empty = np.nonzero(cap_sizes <= 1)[0]
         if len(empty):
-            raise CaptionDataError(f"split {split!r}: caption line {empty[0] + 1} is empty ({len(empty)} empty "
-                                   f"captions in all); remove them from {split}.txt and {split}.img and binarize again")
+            raise InputError(f"split {split!r}: caption line {empty[0] + 1} is empty ({len(empty)} empty "
+                             f"captions in all); remove them from {split}.txt and {split}.img and binarize again")
         if one_per_image:
             first = OrderedDict()
             for k, r in enumerate(rows):
                 first.setdefault(int(r), k)
             missing = sorted(set(range(features.shape[0])) - set(first))
             if missing:
-                raise CaptionDataError(f"split {split!r}: image row {missing[0] + 1} ({len(missing)} images in all) "
-                                       f"has no caption; every validation/test image needs at least one reference")
+                raise InputError(f"split {split!r}: image row {missing[0] + 1} ({len(missing)} images in all) "
+                                 f"has no caption; every validation/test image needs at least one reference")
             self.item_rows = np.arange(features.shape[0], dtype=np.int64)
             self.item_caption = np.array([first[r] for r in range(features.shape[0])], dtype=np.int64)
         else:
@@ -189,23 +185,23 @@ def from_karpathy(karpathy_json, features, feature_ids, outdir):
     outdir.mkdir(parents=True, exist_ok=True)
     data = json.loads(Path(karpathy_json).read_text(encoding="utf-8"))
     if "images" not in data:
-        raise CaptionDataError(f"{karpathy_json} has no 'images' list: is it Karpathy's dataset_coco.json?")
+        raise InputError(f"{karpathy_json} has no 'images' list: is it Karpathy's dataset_coco.json?")
     feats = np.load(features, mmap_mode="r")
     fids = [i.strip() for i in read_lines(feature_ids)]
     if feats.ndim != 2 or feats.shape[0] != len(fids):
-        raise CaptionDataError(f"{features} has shape {feats.shape} but {feature_ids} lists {len(fids)} ids: "
-                               f"one id per feature row")
+        raise InputError(f"{features} has shape {feats.shape} but {feature_ids} lists {len(fids)} ids: "
+                         f"one id per feature row")
     id2row = {i: n for n, i in enumerate(fids)}
     counts = {}
     for split, names in KARPATHY_SPLITS.items():
         images = [im for im in data["images"] if im.get("split") in names]
         if not images:
-            raise CaptionDataError(f"{karpathy_json}: no image with split in {names}")
+            raise InputError(f"{karpathy_json}: no image with split in {names}")
         ids = [str(im.get("cocoid", im.get("imgid"))) for im in images]
         missing = [i for i in ids if i not in id2row]
         if missing:
-            raise CaptionDataError(f"{len(missing)} {split} images have no row in {feature_ids} (first: COCO id "
-                                   f"{missing[0]}); extract features for every image of dataset_coco.json")
+            raise InputError(f"{len(missing)} {split} images have no row in {feature_ids} (first: COCO id "
+                             f"{missing[0]}); extract features for every image of dataset_coco.json")
         rows = np.asarray([id2row[i] for i in ids])
         out = np.lib.format.open_memmap(outdir / f"{split}.feat.npy", mode="w+", dtype=np.float32,
                                         shape=(len(rows), feats.shape[1]))
@@ -247,7 +243,7 @@ def main(argv=None):
         for split in args.splits:
             n_img, n_cap = check_raw_split(args.dir, split)
             print(f"{args.dir}/{split}: {n_img} images, {n_cap} captions, ok")
-    except CaptionDataError as err:
+    except InputError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(1)
 

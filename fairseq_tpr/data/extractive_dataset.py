@@ -19,7 +19,8 @@ through :class:`SplitWriter`):
 ==================  =========================================================================
 
 :func:`load_split` checks the files against each other (sizes, label counts, trees covering
-their documents) and raises :class:`ExtractiveDataError` naming the file and document.
+their documents) and raises :class:`~fairseq_tpr.errors.InputError` naming the file and document
+(a :class:`~fairseq_tpr.errors.ConfigError` for a document longer than ``--max-units``).
 :class:`ExtractiveDataset` items are documents; batches hold, B x T with T the longest document,
 
 - ``net_input["unit_embeddings"]`` B x T x D (zeros at padding), ``net_input["unit_mask"]`` B x T
@@ -34,12 +35,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..errors import InputError
+from ..errors import ConfigError, InputError
 from .length_sorted_dataset import LengthSortedDataset
-
-
-class ExtractiveDataError(InputError):
-    """Extractive data files that do not fit together; the message says which file/document and how to fix it."""
 
 
 FILES = ("units.npy", "labels.npy", "parents.npy", "tree.npy", "index.npy")
@@ -57,8 +54,8 @@ class SplitWriter:
     def add(self, embeddings, labels, nodes, parents, texts, reference):
         n = len(texts)
         if not (embeddings.shape[0] == len(labels) == len(parents) == n) or nodes[0, 1] != n:
-            raise ExtractiveDataError(f"document {len(self.index) + 1}: {n} units but {embeddings.shape[0]} "
-                                      f"embeddings, {len(labels)} labels, a tree over {nodes[0, 1]} units")
+            raise InputError(f"document {len(self.index) + 1}: {n} units but {embeddings.shape[0]} "
+                             f"embeddings, {len(labels)} labels, a tree over {nodes[0, 1]} units")
         self.units.append(np.asarray(embeddings, dtype=np.float32))
         self.labels.append(np.asarray(labels, dtype=np.uint8))
         self.parents.append(np.asarray(parents, dtype=np.int32))
@@ -101,28 +98,28 @@ def load_split(data_dir, split, max_units=None):
     a = {f.split(".")[0]: np.load(d / f"{split}.{f}", mmap_mode="r" if f == "units.npy" else None) for f in FILES}
     index, U = a["index"], a["units"].shape[0]
     if a["labels"].shape[0] != U:
-        raise ExtractiveDataError(f"{d}/{split}.labels.npy has {a['labels'].shape[0]} labels but "
-                                  f"{split}.units.npy has {U} units: one label per unit (rebuild the split)")
+        raise InputError(f"{d}/{split}.labels.npy has {a['labels'].shape[0]} labels but "
+                         f"{split}.units.npy has {U} units: one label per unit (rebuild the split)")
     if a["parents"].shape[0] != U:
-        raise ExtractiveDataError(f"{d}/{split}.parents.npy has {a['parents'].shape[0]} rows, {split}.units.npy {U}")
+        raise InputError(f"{d}/{split}.parents.npy has {a['parents'].shape[0]} rows, {split}.units.npy {U}")
     if index.ndim != 2 or index.shape[1] != 4 or index[:, 1].sum() != U or a["tree"].shape[0] != index[:, 3].sum():
-        raise ExtractiveDataError(f"{d}/{split}.index.npy does not describe {split}.units.npy ({U} units) and "
-                                  f"{split}.tree.npy ({a['tree'].shape[0]} nodes): rebuild the split")
+        raise InputError(f"{d}/{split}.index.npy does not describe {split}.units.npy ({U} units) and "
+                         f"{split}.tree.npy ({a['tree'].shape[0]} nodes): rebuild the split")
     roots = a["tree"][index[:, 2]]
     bad = np.nonzero((roots[:, 0] != 0) | (roots[:, 1] != index[:, 1]))[0]
     if len(bad):
         k = bad[0]
-        raise ExtractiveDataError(f"{d}/{split}: the tree of document {k + 1} covers units {roots[k, 0] + 1}.."
-                                  f"{roots[k, 1]} but the document has {index[k, 1]} units: a tree must cover "
-                                  f"every unit exactly ({len(bad)} such documents)")
+        raise InputError(f"{d}/{split}: the tree of document {k + 1} covers units {roots[k, 0] + 1}.."
+                         f"{roots[k, 1]} but the document has {index[k, 1]} units: a tree must cover "
+                         f"every unit exactly ({len(bad)} such documents)")
     if max_units is not None:
         long_ = np.nonzero(index[:, 1] > max_units)[0]
         if len(long_):
             k = long_[0]
-            raise ExtractiveDataError(f"{d}/{split}: document {k + 1} has {index[k, 1]} units but --max-units is "
-                                      f"{max_units} ({len(long_)} documents longer, the longest {index[:, 1].max()}): "
-                                      f"raise --max-units (random and dense attention grow with it) or truncate "
-                                      f"documents (preprocess/extractive.py --max-units)")
+            raise ConfigError(f"{d}/{split}: document {k + 1} has {index[k, 1]} units but --max-units is "
+                              f"{max_units} ({len(long_)} documents longer, the longest {index[:, 1].max()}): "
+                              f"raise --max-units (random and dense attention grow with it) or truncate "
+                              f"documents (preprocess/extractive.py --max-units)")
     return a
 
 

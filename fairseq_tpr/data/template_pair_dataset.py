@@ -15,23 +15,21 @@ from fairseq.data import LanguagePairDataset, data_utils
 
 from ..errors import InputError
 
-
-class TemplateDataError(InputError):
-    pass
+TemplateDataError = InputError  # the old name, still imported by tasks/template_summarization.py
 
 
 def check_templates(templates, template_sizes, n_sources: int, template_path: str, source_path: str) -> None:
     """Same number of templates as sources, and no empty template (a line that held only the
-    end-of-sentence marker after binarization). Raises :class:`TemplateDataError` naming the files."""
+    end-of-sentence marker after binarization). Raises :class:`InputError` naming the files."""
     if len(templates) != n_sources:
-        raise TemplateDataError(
+        raise InputError(
             f"{template_path} has {len(templates)} templates but {source_path} has {n_sources} sources: the "
             f"template file must have exactly one line per source line. Rebuild it with "
             f"`python -m fairseq_tpr.cli.retrieve_templates` and binarize it with preprocess/templates.sh."
         )
     empty = np.flatnonzero(np.asarray(template_sizes) <= 1)
     if len(empty):
-        raise TemplateDataError(
+        raise InputError(
             f"{template_path}: {len(empty)} empty template(s), first at line {empty[0] + 1}: every source needs "
             f"a non-empty template (fix the raw .template file; preprocess/templates.sh refuses empty lines)."
         )
@@ -46,7 +44,7 @@ class TemplatePairDataset(LanguagePairDataset):
                  max_template_positions: int = 1024, **kwargs):
         super().__init__(src, src_sizes, src_dict, *args, **kwargs)
         if len(template) != len(src):
-            raise TemplateDataError(f"{len(template)} templates for {len(src)} sources: they must be aligned")
+            raise InputError(f"{len(template)} templates for {len(src)} sources: they must be aligned")
         self.template = template
         self.template_sizes = np.minimum(np.array(template_sizes), max_template_positions)
         self.max_template_positions = max_template_positions

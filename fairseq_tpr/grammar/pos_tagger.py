@@ -28,8 +28,8 @@ from pathlib import Path
 import torch
 
 from ..checkpoint_io import atomic_write
-from ..corpora.pos import CorpusError, read_tagged
-from ..errors import FairseqTprError
+from ..corpora.pos import read_tagged
+from ..errors import CheckpointError, ConfigError, InputError
 from ..modules.pos_tagger import BiLSTMPosTagger, tagging_loss
 from .unbinding_dump import check_alignment, load_unbinding
 
@@ -111,15 +111,15 @@ def load_data(tag_files, u_files, cfg, ckpt=None, tag_format="auto", conllu_colu
     """``(splits, words, tags, ambiguous)`` for the splits of ``tag_files`` (split -> tag file;
     ``u_files``: split -> unbinding dump). The vocabulary is the checkpoint's when ``ckpt`` is given,
     else the training split's; a new tagger's ``cfg["u_dim"]`` is set from the dumps. Raises
-    :class:`CorpusError` on inputs that do not fit each other."""
+    :class:`InputError` on inputs that do not fit each other."""
     need_u = uses_unbinding(cfg)
     data = {s: read_split(tag_files[s], u_files.get(s), need_u, tag_format, conllu_column) for s in tag_files}
     dims = {s: d.dim for s, (_, d) in data.items() if d is not None}
     if len(set(dims.values())) > 1:
-        raise CorpusError(f"the unbinding dumps disagree on d_u: {dims}")
+        raise InputError(f"the unbinding dumps disagree on d_u: {dims}")
     if ckpt is not None:
         if need_u and dims and next(iter(dims.values())) != cfg["u_dim"]:
-            raise CorpusError(f"the checkpoint was trained on d_u = {cfg['u_dim']}, the dumps have {dims}")
+            raise ConfigError(f"the checkpoint was trained on d_u = {cfg['u_dim']}, the dumps have {dims}")
         words, tags, ambiguous = ckpt["words"], ckpt["tags"], ckpt["ambiguous"]
     else:
         cfg["u_dim"] = next(iter(dims.values())) if dims else 0
@@ -231,10 +231,10 @@ def save_checkpoint(path, model, cfg, words, tags, ambiguous, epoch, valid_acc):
 
 def load_checkpoint(path):
     if not Path(path).is_file():
-        raise CorpusError(f"{path}: no such checkpoint")
+        raise InputError(f"{path}: no such checkpoint")
     ckpt = torch.load(path, map_location="cpu")  # weights_only (torch's default): plain containers and tensors
     if not isinstance(ckpt, dict) or ckpt.get("format") != CKPT_FORMAT:
-        raise CorpusError(f"{path} is not a fairseq-tpr-pos-tagger checkpoint (format {CKPT_FORMAT})")
+        raise CheckpointError(f"{path} is not a fairseq-tpr-pos-tagger checkpoint (format {CKPT_FORMAT})")
     return ckpt
 
 
@@ -261,7 +261,7 @@ def train(cfg, model, splits, device, words, tags, ambiguous, *, seed=1, max_epo
         va_loss, c = run_epoch(model, splits["valid"], device, batch_size=batch_size)
         va_acc = c["correct"] / max(1, c["tokens"])
         if not math.isfinite(tr_loss):
-            raise FairseqTprError(f"training loss is {tr_loss} at epoch {epoch}; lower --lr")
+            raise ConfigError(f"training loss is {tr_loss} at epoch {epoch}; lower --lr")
         bar.set_postfix(train_loss=f"{tr_loss:.3f}", valid_loss=f"{va_loss:.3f}", valid_acc=f"{100 * va_acc:.2f}")
         tqdm.write(f"epoch {epoch}: train loss {tr_loss:.4g} | valid loss {va_loss:.4g} | valid accuracy "
                    f"{100 * va_acc:.2f}% | {time.time() - t0:.0f}s", file=sys.stderr)

@@ -10,19 +10,19 @@ import numpy as np
 import torch
 from fairseq import checkpoint_utils
 
-from ..errors import FairseqTprError
+from ..errors import ConfigError
 from ..models.atpl import ATPLDecoder
 
 
 def load_autoencoder(path, data=None):
     """``(model in eval mode, task)`` of an ATPL autoencoder checkpoint; ``data`` replaces the data
-    directory stored in it (for the dictionaries). Raises :class:`FairseqTprError` for another model."""
+    directory stored in it (for the dictionaries). Raises a :class:`ConfigError` for another model."""
     overrides = {"data": str(data)} if data else {}
     models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([str(path)], arg_overrides=overrides)
     model = models[0]
     if not isinstance(model.decoder, ATPLDecoder) or task.source_dictionary is None:
-        raise FairseqTprError(f"{path} is not an ATPL autoencoder (--arch atpl_autoencoder*); "
-                              f"its decoder is {type(model.decoder).__name__}")
+        raise ConfigError(f"{path} is not an ATPL autoencoder (--arch atpl_autoencoder*); "
+                          f"its decoder is {type(model.decoder).__name__}")
     model.eval()
     return model, task
 

@@ -7,10 +7,11 @@ Units (EDUs or sentences) are numbered 1..n in the tree formats and 0..n-1 in th
 Trees are :class:`RSTNode` objects; :mod:`fairseq_tpr.corpora.rst_trees` reads them from the
 files RST parsers write (bracketed RST-DT ``.dis`` style, nested JSON, DPLP/StageDP span lists).
 
-Validation (:func:`validate_tree`, :class:`TreeError` with the source and node): the root spans
-units 1..n exactly (n = the document's unit count), every internal node's children are
-contiguous, do not overlap and cover the parent's span exactly, leaves are single units, every
-non-root node is a nucleus or a satellite, and every internal node has a nucleus child.
+Validation (:func:`validate_tree`, an :class:`~fairseq_tpr.errors.InputError` naming the source
+and the node): the root spans units 1..n exactly (n = the document's unit count), every internal
+node's children are contiguous, do not overlap and cover the parent's span exactly, leaves are
+single units, every non-root node is a nucleus or a satellite, and every internal node has a
+nucleus child.
 
 Encodings (each returns an n x n float matrix whose rows sum to 1; no softmax is applied):
 
@@ -52,10 +53,6 @@ NUCLEUS, SATELLITE = "N", "S"
 NUC_CODES = {None: 0, NUCLEUS: 1, SATELLITE: 2}
 
 
-class TreeError(InputError):
-    """An RST tree that cannot be read or does not fit its document; the message says where and how to fix it."""
-
-
 @dataclass
 class RSTNode:
     """A constituent over units ``start..end`` (1-based, inclusive); ``nuclearity`` is ``"N"``, ``"S"``
@@ -82,42 +79,42 @@ class RSTNode:
 
 
 def validate_tree(root, n_units=None, where="tree"):
-    """Check the structure rules of the module docstring; raise :class:`TreeError` naming the node."""
+    """Check the structure rules of the module docstring; raise an :class:`InputError` naming the node."""
     if n_units is not None and (root.start, root.end) != (1, n_units):
-        raise TreeError(f"{where}: the tree covers units {root.start}..{root.end} but the document has "
-                        f"{n_units} units: a tree must cover units 1..{n_units} exactly (was it parsed from "
-                        f"the same segmentation as the document?)")
+        raise InputError(f"{where}: the tree covers units {root.start}..{root.end} but the document has "
+                         f"{n_units} units: a tree must cover units 1..{n_units} exactly (was it parsed from "
+                         f"the same segmentation as the document?)")
     for node in root.nodes():
         name = f"node {node.start}-{node.end}"
         if node is not root and node.nuclearity not in (NUCLEUS, SATELLITE):
-            raise TreeError(f"{where}: {name} is neither nucleus nor satellite")
+            raise InputError(f"{where}: {name} is neither nucleus nor satellite")
         if node.start > node.end or node.start < 1:
-            raise TreeError(f"{where}: {name} is not a valid span (1-based, start <= end)")
+            raise InputError(f"{where}: {name} is not a valid span (1-based, start <= end)")
         if node.is_leaf():
             if node.start != node.end:
-                raise TreeError(f"{where}: {name} has no children but spans {node.end - node.start + 1} units; "
-                                f"a leaf is one unit")
+                raise InputError(f"{where}: {name} has no children but spans {node.end - node.start + 1} units; "
+                                 f"a leaf is one unit")
             continue
         if len(node.children) < 2 and node is not root:
-            raise TreeError(f"{where}: {name} has a single child; an internal node joins two or more constituents")
+            raise InputError(f"{where}: {name} has a single child; an internal node joins two or more constituents")
         expect = node.start
         for c in node.children:
             if c.start != expect:
                 what = "overlaps the previous sibling" if c.start < expect else f"leaves a gap (unit {expect} missing)"
-                raise TreeError(f"{where}: child {c.start}-{c.end} of {name} {what}: children must be contiguous "
-                                f"and cover the parent exactly")
+                raise InputError(f"{where}: child {c.start}-{c.end} of {name} {what}: children must be contiguous "
+                                 f"and cover the parent exactly")
             expect = c.end + 1
         if expect != node.end + 1:
-            raise TreeError(f"{where}: the children of {name} end at unit {expect - 1}, not {node.end}")
+            raise InputError(f"{where}: the children of {name} end at unit {expect - 1}, not {node.end}")
         if not any(c.nuclearity == NUCLEUS for c in node.children):
-            raise TreeError(f"{where}: {name} has no nucleus child (every relation has at least one nucleus)")
+            raise InputError(f"{where}: {name} has no nucleus child (every relation has at least one nucleus)")
     return root
 
 
 def right_branching_tree(n):
     """Unit i is the nucleus, units i+1..n its satellite, recursively (the tree used without parser output)."""
     if n < 1:
-        raise TreeError("a document needs at least one unit")
+        raise InputError("a document needs at least one unit")
 
     def build(i, nuc):
         if i == n:

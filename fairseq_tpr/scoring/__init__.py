@@ -13,11 +13,12 @@
 Inputs: :mod:`.inputs` (plain line files) and :mod:`.generate_log` (the one reader of
 ``fairseq-generate`` logs, shared with :mod:`.captions` and :mod:`.math_eval`).
 """
+from ..errors import InputError as ScoringInputError  # noqa: F401  (the old name, still imported by cli/score.py)
 from . import fairseq_rouge  # noqa: F401  (registers --scoring rouge)
-from .base import ScoreResult, Scorer, ScorerUnavailable
+from .base import ScoreResult, Scorer
 from .bleu import SacreBleuScorer
 from .generate_log import GenerateLog, parse_generate_log, read_generate_log
-from .inputs import ScoringInput, ScoringInputError, read_plain
+from .inputs import ScoringInput, read_plain
 from .meteor import MeteorScorer
 from .rouge_perl import PerlRougeScorer
 from .rouge_python import RougeScoreScorer
@@ -37,7 +38,7 @@ def build_scorer(key, char=False, stemmer=True, sentence_split="files2rouge", bl
 
 
 __all__ = [
-    "SCORERS", "build_scorer", "ScoreResult", "Scorer", "ScorerUnavailable", "ScoringInput",
-    "ScoringInputError", "GenerateLog", "parse_generate_log", "read_generate_log", "read_plain",
+    "SCORERS", "build_scorer", "ScoreResult", "Scorer", "ScoringInput",
+    "GenerateLog", "parse_generate_log", "read_generate_log", "read_plain",
     "RougeScoreScorer", "PerlRougeScorer", "MeteorScorer", "SacreBleuScorer",
 ]

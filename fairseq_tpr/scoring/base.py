@@ -1,10 +1,6 @@
-"""What every scorer of this package returns, and how it says it cannot run."""
+"""What every scorer of this package returns; one that cannot run here raises
+:class:`~fairseq_tpr.errors.DependencyError` from ``check()``."""
 from dataclasses import asdict, dataclass, field
-
-
-class ScorerUnavailable(RuntimeError):
-    """A scorer cannot run on this machine (a missing system package); the message says what to
-    install. The other scorers still run."""
 
 
 @dataclass
@@ -30,8 +26,8 @@ class ScoreResult:
 
 
 class Scorer:
-    """One scorer variant. ``check()`` raises :class:`ScorerUnavailable` before any work;
-    ``score(hyps, refs)`` takes the hypotheses and a list of reference sets (each as long as
+    """One scorer variant. ``check()`` raises :class:`~fairseq_tpr.errors.DependencyError` before
+    any work; ``score(hyps, refs)`` takes the hypotheses and a list of reference sets (each as long as
     ``hyps``) and returns a :class:`ScoreResult`."""
 
     key = None

@@ -10,14 +10,12 @@ import shutil
 from collections import defaultdict
 from importlib.util import find_spec
 
-from ..errors import InputError
+from ..errors import DependencyError, InputError
 from .generate_log import parse_generate_log
 
 METRICS = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr")
 
-
-class CaptionScoreError(InputError):
-    """Captions and references that cannot be paired (counts, image ids), or no Java."""
+CaptionScoreError = InputError  # the old name, still imported by cli/caption_score.py
 
 
 def read_lines(path):
@@ -31,7 +29,7 @@ def read_generate_log(path):
     every id, or the ``H-`` one when the log has no ``D-`` lines (read by :mod:`.generate_log`,
     which refuses lines without a score column and concatenated runs)."""
     log = parse_generate_log(path)
-    log.require_hypotheses(CaptionScoreError)
+    log.require_hypotheses()
     return {i: h.strip() for i, h in log.hypotheses.items()}
 
 
@@ -39,8 +37,8 @@ def collect(refs, ref_images, hyps, hyp_images):
     """``(gts, res)`` dictionaries ``{image id: [captions]}`` for pycocoevalcap, checked."""
     ref_lines, ref_ids = read_lines(refs), [i.strip() for i in read_lines(ref_images)]
     if len(ref_lines) != len(ref_ids):
-        raise CaptionScoreError(f"{refs} has {len(ref_lines)} lines but {ref_images} has {len(ref_ids)}: "
-                                f"one image id per reference caption")
+        raise InputError(f"{refs} has {len(ref_lines)} lines but {ref_images} has {len(ref_ids)}: "
+                         f"one image id per reference caption")
     gts = defaultdict(list)
     for c, i in zip(ref_lines, ref_ids):
         gts[i].append(c)
@@ -48,38 +46,38 @@ def collect(refs, ref_images, hyps, hyp_images):
     if isinstance(hyps, dict):  # from a generate log: sample id -> caption
         bad = [k for k in hyps if k >= len(hyp_ids)]
         if bad:
-            raise CaptionScoreError(f"sample id {bad[0]} of the generate log has no line in {hyp_images} "
-                                    f"({len(hyp_ids)} lines): pass the S.feat.ids of the generated split")
+            raise InputError(f"sample id {bad[0]} of the generate log has no line in {hyp_images} "
+                             f"({len(hyp_ids)} lines): pass the S.feat.ids of the generated split")
         if len(hyps) != len(hyp_ids):
             missing = sorted(set(range(len(hyp_ids))) - set(hyps))
-            raise CaptionScoreError(f"the generate log has {len(hyps)} hypotheses for {len(hyp_ids)} images "
-                                    f"(first missing sample id {missing[0]}); run fairseq-generate with "
-                                    f"--required-batch-size-multiple 1 so that no image is dropped")
+            raise InputError(f"the generate log has {len(hyps)} hypotheses for {len(hyp_ids)} images "
+                             f"(first missing sample id {missing[0]}); run fairseq-generate with "
+                             f"--required-batch-size-multiple 1 so that no image is dropped")
         res = {hyp_ids[k]: [h] for k, h in hyps.items()}
     else:
         if len(hyps) != len(hyp_ids):
-            raise CaptionScoreError(f"{len(hyps)} hypotheses but {hyp_images} has {len(hyp_ids)} image ids")
+            raise InputError(f"{len(hyps)} hypotheses but {hyp_images} has {len(hyp_ids)} image ids")
         res = {}
         for n, (h, i) in enumerate(zip(hyps, hyp_ids), 1):
             if i in res:
-                raise CaptionScoreError(f"{hyp_images} line {n}: image {i!r} has a second hypothesis")
+                raise InputError(f"{hyp_images} line {n}: image {i!r} has a second hypothesis")
             res[i] = [h]
     no_ref = [i for i in res if i not in gts]
     if no_ref:
-        raise CaptionScoreError(f"image {no_ref[0]!r} ({len(no_ref)} in all) has a hypothesis but no reference "
-                                f"in {refs}")
+        raise InputError(f"image {no_ref[0]!r} ({len(no_ref)} in all) has a hypothesis but no reference "
+                         f"in {refs}")
     return {i: gts[i] for i in res}, res
 
 
 def score(gts, res, ptb_tokenize=True, metrics=METRICS):
     """pycocoevalcap scores ``{metric: value}`` (fractions, BLEU/METEOR/ROUGE in [0, 1])."""
     if find_spec("pycocoevalcap") is None:
-        raise CaptionScoreError("caption metrics need pycocoevalcap, which is not installed: "
-                                "pip install --no-build-isolation 'fairseq_tpr[captioning]'")
+        raise DependencyError("caption metrics need pycocoevalcap, which is not installed: "
+                              "pip install --no-build-isolation 'fairseq_tpr[captioning]'")
     needs_java = ptb_tokenize or "METEOR" in metrics
     if needs_java and shutil.which("java") is None:
-        raise CaptionScoreError("pycocoevalcap's PTB tokenizer and METEOR need Java (`java` on PATH); install a "
-                                "JRE (scripts/system_deps.sh) or pass --no-ptb-tokenize --metrics without METEOR")
+        raise DependencyError("pycocoevalcap's PTB tokenizer and METEOR need Java (`java` on PATH); install a "
+                              "JRE (scripts/system_deps.sh) or pass --no-ptb-tokenize --metrics without METEOR")
     if ptb_tokenize:
         from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 

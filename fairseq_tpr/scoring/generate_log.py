@@ -27,7 +27,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Optional
 
-from .inputs import ScoringInput, ScoringInputError, check_counts, drop_unk, empty_line_notes, read_lines
+from ..errors import InputError
+from .inputs import ScoringInput, check_counts, drop_unk, empty_line_notes, read_lines
 
 _LINE = re.compile(r"^([STHD])-(\d+)\t(.*)$")
 
@@ -53,10 +54,10 @@ class GenerateLog:
         """id -> best hypothesis: the detokenized D- line, or the H- line when the log has no D- lines."""
         return self.detokenized if self.detokenized else self.tokenized
 
-    def require_hypotheses(self, error=ScoringInputError):
-        """Raise ``error`` when the log holds no H-/D- line at all."""
+    def require_hypotheses(self):
+        """Raise an :class:`InputError` when the log holds no H-/D- line at all."""
         if not self.tokenized and not self.detokenized:
-            raise error(
+            raise InputError(
                 f"{self.path} has no H-/D- hypothesis lines: is it the stdout of fairseq-generate (or the "
                 "generate-<subset>.txt written with --results-path), and was it run without --quiet?")
 
@@ -80,7 +81,7 @@ def parse_generate_lines(lines: Iterable[str], path: str = "<fairseq-generate ou
             continue
         seen = log.sources if kind == "S" else log.targets
         if sample_id in seen and seen[sample_id] != rest:
-            raise ScoringInputError(
+            raise InputError(
                 f"{path} line {line_no}: sample id {sample_id} has two different {kind}- lines (the first on "
                 f"line {first_seen[kind, sample_id]}): the file holds more than one fairseq-generate run (or "
                 "shard) with the same sample ids; score each run on its own")
@@ -98,7 +99,7 @@ def _split_score(rest: str, kind: str, path, line_no: int, line: str):
         value = None
     if not tab or value is None:
         article = "an" if kind == "H" else "a"
-        raise ScoringInputError(
+        raise InputError(
             f"{path} line {line_no}: {article} {kind}- line must read '{kind}-<id>\\t<score>\\t<text>' as "
             f"fairseq-generate prints it, got {line!r} (no score column); pass the unmodified fairseq-generate output")
     return value, text
@@ -122,7 +123,7 @@ def read_generate_log(path, ref_paths=(), expect: Optional[int] = None) -> Scori
     if expect is not None and len(ids) != expect:
         missing = sorted(set(range(expect)) - set(ids))
         where = f"; missing ids {', '.join(map(str, missing[:10]))}{' ...' if len(missing) > 10 else ''}" if missing else ""
-        raise ScoringInputError(
+        raise InputError(
             f"{path} holds {len(ids)} hypotheses but --expect {expect} segments were given{where}. "
             "If fairseq-generate dropped sentences, rerun it with --required-batch-size-multiple 1 "
             "(--skip-invalid-size-inputs-valid-test also drops inputs longer than --max-source-positions)")
@@ -130,7 +131,7 @@ def read_generate_log(path, ref_paths=(), expect: Optional[int] = None) -> Scori
     if ref_paths:
         if ids != list(range(len(ids))):
             missing = sorted(set(range(max(ids) + 1)) - set(ids))
-            raise ScoringInputError(
+            raise InputError(
                 f"{path}: the sample ids are not 0..{len(ids) - 1} (missing {', '.join(map(str, missing[:10]))}), "
                 "so the hypotheses cannot be paired with the lines of --ref; rerun fairseq-generate "
                 "with --required-batch-size-multiple 1")
@@ -139,13 +140,13 @@ def read_generate_log(path, ref_paths=(), expect: Optional[int] = None) -> Scori
         check_counts(hyps, f"{path} (hypotheses by sample id)", refs, ref_sources)
     else:
         if not log.targets:
-            raise ScoringInputError(
+            raise InputError(
                 f"{path} has no T- (target) lines: fairseq-generate prints them only when the test "
                 "split has a target side (binarize it with --testpref for both languages), or pass "
                 "the raw references with --ref FILE")
         lacking = [i for i in ids if i not in log.targets]
         if lacking:
-            raise ScoringInputError(
+            raise InputError(
                 f"{path}: sample ids {', '.join(map(str, lacking[:10]))} have a hypothesis but no T- line")
         refs = [[log.targets[i] for i in ids]]
         ref_sources = [f"{path} (T- lines)"]

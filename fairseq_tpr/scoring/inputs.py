@@ -1,18 +1,14 @@
 """Read hypotheses and references from plain line files, and the checks shared with the reader of
 ``fairseq-generate`` logs (:mod:`.generate_log`).
 
-Every problem is a :class:`ScoringInputError` whose message names the file, the counts or the
-line, and what to do, raised before any scorer runs.
+Every problem is an :class:`~fairseq_tpr.errors.InputError` whose message names the file, the
+counts or the line, and what to do, raised before any scorer runs.
 """
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
 from .text import remove_fairseq_unk
-
-
-class ScoringInputError(InputError):
-    """Bad input for scoring; the CLI prints ``error: <message>`` without a traceback."""
 
 
 @dataclass
@@ -34,15 +30,15 @@ def read_lines(path, what):
     Unicode line breaks stay inside their line, as fairseq reads them)."""
     path = Path(path)
     if not path.exists():
-        raise ScoringInputError(f"{what} file {path} does not exist")
+        raise InputError(f"{what} file {path} does not exist")
     if not path.is_file():
-        raise ScoringInputError(f"{what} path {path} is not a file")
+        raise InputError(f"{what} path {path} is not a file")
     data = path.read_bytes()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         line_no = data[: err.start].count(b"\n") + 1
-        raise ScoringInputError(
+        raise InputError(
             f"{what} file {path} is not valid UTF-8: byte {data[err.start]:#04x} on line {line_no} "
             f"({err.reason}); convert it, e.g. iconv -f latin1 -t utf-8") from None
     if text == "":
@@ -66,10 +62,10 @@ def drop_unk(hyps, notes, what):
 
 def check_counts(hyps, hyp_source, refs, ref_sources):
     if not hyps:
-        raise ScoringInputError(f"the hypothesis file {hyp_source} is empty (0 lines): nothing to score")
+        raise InputError(f"the hypothesis file {hyp_source} is empty (0 lines): nothing to score")
     for lines, source in zip(refs, ref_sources):
         if len(lines) != len(hyps):
-            raise ScoringInputError(
+            raise InputError(
                 f"line counts differ: {len(hyps)} hypotheses in {hyp_source} but {len(lines)} references "
                 f"in {source}; every hypothesis line must have its reference on the same line number")
 
@@ -87,7 +83,7 @@ def empty_line_notes(hyps, refs, ref_sources, notes):
 def read_plain(hyp_path, ref_paths):
     """Hypotheses and one or more reference files, one segment per line."""
     if not ref_paths:
-        raise ScoringInputError("no references: pass --ref FILE (or --generate-log LOG with T- lines)")
+        raise InputError("no references: pass --ref FILE (or --generate-log LOG with T- lines)")
     hyps = read_lines(hyp_path, "hypothesis")
     refs = [read_lines(p, "reference") for p in ref_paths]
     check_counts(hyps, str(hyp_path), refs, [str(p) for p in ref_paths])

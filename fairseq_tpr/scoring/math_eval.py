@@ -18,16 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..corpora.math_dataset import detokenize
-from ..errors import FairseqTprError
+from ..errors import DependencyError, InputError
 from .generate_log import parse_generate_lines, parse_generate_log
 
 SPLITS = ("interpolate", "extrapolate")
 THRESHOLD = 0.95  # Table 1's ">95%" column: modules whose accuracy is above this
 UNK_SOURCE, UNK_TARGET = "<unk>", "<<unk>>"  # how fairseq-generate prints <unk> in S- and T- lines
 
-
-class MathEvalError(FairseqTprError):
-    """A problem with the user's input: printed as ``error: <message>`` without a traceback."""
+MathEvalError = InputError  # the old name, still imported by cli/math_eval.py
 
 
 # ---------------------------------------------------------------------------------------------
@@ -62,7 +60,7 @@ def count_unk(record):
 def score_records(records, n, name="subset"):
     """Exact-match score of one test subset: ``{"n", "correct", "accuracy", "unk", "unk_samples"}``.
 
-    A sample is correct iff ``detokenize(H) == detokenize(T)``. Raises :class:`MathEvalError`
+    A sample is correct iff ``detokenize(H) == detokenize(T)``. Raises :class:`InputError`
     (naming ``name``) unless every id ``0..n-1`` has a hypothesis and a reference and no other id
     is present.
     """
@@ -78,7 +76,7 @@ def score_records(records, n, name="subset"):
             problems.append(f"ids beyond the {n} samples of the subset: {_ids(extra)}")
         if no_ref:
             problems.append(f"hypotheses without a T- (reference) line: {_ids(no_ref)}")
-        raise MathEvalError(
+        raise InputError(
             f"{name}: " + "; ".join(problems) + ". Decode the whole subset with fairseq-generate "
             "--required-batch-size-multiple 1, without --skip-invalid-size-inputs-valid-test and without "
             "--quiet, and check that the generate file belongs to this data-bin."
@@ -154,7 +152,7 @@ def evaluate_dir(data_bin, generate_dir, test_sets, model, beam=None):
     generate_dir = Path(generate_dir)
     missing = [f"generate-{s}.txt" for s in test_sets if not (generate_dir / f"generate-{s}.txt").is_file()]
     if missing:
-        raise MathEvalError(
+        raise InputError(
             f"{generate_dir} lacks {', '.join(missing)}. Write them with fairseq-generate {data_bin} --gen-subset "
             "SUBSET --results-path DIR --required-batch-size-multiple 1 (one per subset of test_sets.json), "
             "or let this script decode: --path CHECKPOINT."
@@ -178,19 +176,19 @@ def load_test_sets(data_bin):
     data_bin = Path(data_bin)
     path = data_bin / "test_sets.json"
     if not data_bin.is_dir():
-        raise MathEvalError(f"data-bin {data_bin} does not exist; build it with preprocess/math_dataset.sh.")
+        raise InputError(f"data-bin {data_bin} does not exist; build it with preprocess/math_dataset.sh.")
     if not path.is_file():
-        raise MathEvalError(f"{path} is missing: {data_bin} was not made by preprocess/math_dataset.sh "
-                            "(which writes the subset -> module map). Rebuild the data with it.")
+        raise InputError(f"{path} is missing: {data_bin} was not made by preprocess/math_dataset.sh "
+                         "(which writes the subset -> module map). Rebuild the data with it.")
     try:
         test_sets = json.loads(path.read_text())
         for subset, info in test_sets.items():
             if info["split"] not in SPLITS or not isinstance(info["n"], int):
                 raise ValueError(subset)
     except (ValueError, KeyError, TypeError, AttributeError) as err:
-        raise MathEvalError(f"{path} is not a valid subset map ({err!r}); rebuild with preprocess/math_dataset.sh.")
+        raise InputError(f"{path} is not a valid subset map ({err!r}); rebuild with preprocess/math_dataset.sh.")
     if not test_sets:
-        raise MathEvalError(f"{path} lists no test subsets.")
+        raise InputError(f"{path} lists no test subsets.")
     return test_sets
 
 
@@ -198,7 +196,7 @@ def _console_script(name):
     local = Path(sys.executable).parent / name
     found = str(local) if local.exists() else shutil.which(name)
     if not found:
-        raise MathEvalError(f"{name} not found next to {sys.executable} or on PATH.")
+        raise DependencyError(f"{name} not found next to {sys.executable} or on PATH.")
     return found
 
 
@@ -230,8 +228,8 @@ def decode_all(data_bin, test_sets, checkpoint, out_dir, beam, batch_size, max_l
         start = time.time()
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if proc.returncode != 0:
-            raise MathEvalError(f"fairseq-generate failed on {subset} ({info['split']}/{info['module']}):\n"
-                                f"{(proc.stdout + proc.stderr)[-3000:]}\ncommand: {' '.join(cmd)}")
+            raise InputError(f"fairseq-generate failed on {subset} ({info['split']}/{info['module']}):\n"
+                             f"{(proc.stdout + proc.stderr)[-3000:]}\ncommand: {' '.join(cmd)}")
         (partial / f"generate-{subset}.txt").replace(out_dir / f"generate-{subset}.txt")
         print(f"[{k}/{total}] {subset}: {info['split']}/{info['module']}, {info['n']} questions, "
               f"{time.time() - start:.1f} s", file=sys.stderr, flush=True)

@@ -15,7 +15,8 @@ import shutil
 from importlib.util import find_spec
 from pathlib import Path
 
-from .base import ScoreResult, Scorer, ScorerUnavailable, mean
+from ..errors import DependencyError
+from .base import ScoreResult, Scorer, mean
 from .text import char_tokens
 
 JAR = "meteor-1.5.jar"
@@ -25,11 +26,11 @@ COMMAND = "java -jar -Xmx2G meteor-1.5.jar - - -stdio -l en -norm"
 def _jar_dir():
     spec = find_spec("pycocoevalcap")
     if spec is None or not spec.submodule_search_locations:
-        raise ScorerUnavailable("METEOR needs the 'pycocoevalcap' package: "
-                                "pip install --no-build-isolation 'fairseq_tpr[captioning]'")
+        raise DependencyError("METEOR needs the 'pycocoevalcap' package: "
+                              "pip install --no-build-isolation 'fairseq_tpr[captioning]'")
     meteor_dir = Path(list(spec.submodule_search_locations)[0]) / "meteor"
     if not (meteor_dir / JAR).is_file():
-        raise ScorerUnavailable(f"pycocoevalcap is installed but {meteor_dir / JAR} is missing: reinstall pycocoevalcap")
+        raise DependencyError(f"pycocoevalcap is installed but {meteor_dir / JAR} is missing: reinstall pycocoevalcap")
     return meteor_dir
 
 
@@ -50,7 +51,7 @@ class MeteorScorer(Scorer):
     def check(self):
         _jar_dir()
         if shutil.which("java") is None:
-            raise ScorerUnavailable(
+            raise DependencyError(
                 "METEOR 1.5 needs Java on PATH: install a JRE, e.g. sudo apt-get install "
                 "default-jre-headless (scripts/system_deps.sh does this)")
 

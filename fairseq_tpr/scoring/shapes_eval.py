@@ -16,7 +16,8 @@ import json
 from pathlib import Path
 
 from ..corpora.shapes import COLORS, INVERSE, SHAPES, SIZES
-from .captions import CaptionScoreError, read_generate_log
+from ..errors import InputError
+from .captions import read_generate_log
 
 
 def parse_caption(words):
@@ -63,8 +64,8 @@ def evaluate_generate_log(corpus_dir, split, generate_log):
     scenes = [json.loads(line) for line in Path(corpus_dir, f"{split}.scenes.jsonl").read_text().splitlines()]
     hyps = read_generate_log(generate_log)
     if sorted(hyps) != list(range(len(scenes))):
-        raise CaptionScoreError(f"{generate_log} has {len(hyps)} captions for {len(scenes)} {split} images "
-                                f"(use --required-batch-size-multiple 1)")
+        raise InputError(f"{generate_log} has {len(hyps)} captions for {len(scenes)} {split} images "
+                         f"(use --required-batch-size-multiple 1)")
     results = [caption_is_true(hyps[k].split(), scenes[k]) for k in range(len(scenes))]
     n = len(results)
     return {"images": n, "objects_right": sum(r[0] for r in results) / n, "caption_true": sum(r[1] for r in results) / n}

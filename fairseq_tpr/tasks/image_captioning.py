@@ -16,7 +16,8 @@ from fairseq.data import Dictionary, data_utils
 from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
 
-from ..data.captioning import CaptionDataError, CaptioningDataset, caption_rows, feature_dim, load_features
+from ..data.captioning import CaptioningDataset, caption_rows, feature_dim, load_features
+from ..errors import InputError
 
 
 @dataclass
@@ -53,9 +54,9 @@ class ImageCaptioningTask(FairseqTask):
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         feats, _, id2row = load_features(self.cfg.data, split)
         if feats.shape[1] != self.feature_dim:
-            raise CaptionDataError(f"{self.cfg.data}/{split}.feat.npy has {feats.shape[1]}-d features but this task "
-                                   f"(and its model) uses {self.feature_dim}-d features: extract all splits with "
-                                   f"the same CNN layer")
+            raise InputError(f"{self.cfg.data}/{split}.feat.npy has {feats.shape[1]}-d features but this task "
+                             f"(and its model) uses {self.feature_dim}-d features: extract all splits with "
+                             f"the same CNN layer")
         captions = data_utils.load_indexed_dataset(f"{self.cfg.data}/{split}", self.dictionary)
         if captions is None:
             raise FileNotFoundError(f"{self.cfg.data}/{split}.bin/.idx missing: binarize {split}.txt "
