@@ -18,6 +18,13 @@ def test_parse_valid_lines():
     assert rows[1]["best_loss"] == 1.519
 
 
+def test_a_resumed_log_keeps_the_later_line_of_a_repeated_update():
+    resumed = LOG + LOG.replace("loss 1.519 | nll_loss 1.519", "loss 1.5 | nll_loss 1.5") + (
+        "2026-11-22 04:00:00 | INFO | valid | epoch 002 | valid on 'valid' subset | loss 1.4 | num_updates 600\n")
+    rows = parse_valid_lines(resumed)
+    assert [(r["num_updates"], r["loss"]) for r in rows] == [(200, 1.802), (400, 1.5), (600, 1.4)]
+
+
 def test_writes_png(tmp_path):
     log = tmp_path / "run" / "train.log"
     log.parent.mkdir()

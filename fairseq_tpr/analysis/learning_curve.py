@@ -15,15 +15,17 @@ FIELD = re.compile(r"\|\s*([a-z_]+)\s+([-+0-9.eE]+)(?=\s*(\||$))")
 
 
 def parse_valid_lines(text: str, subset: str = "valid") -> List[Dict[str, float]]:
-    """One dict per validation line of ``subset``: ``{"num_updates": .., "loss": .., ...}``."""
-    rows = []
+    """One dict per validation of ``subset``: ``{"num_updates": .., "loss": .., ...}``, in order of
+    updates. A log that a resumed run appended to (the recipes write with ``tee -a``) may hold the
+    same update count twice, from before and after the interruption: the later line is kept."""
+    rows: Dict[float, Dict[str, float]] = {}
     for line in text.splitlines():
         if f"valid on '{subset}' subset" not in line:
             continue
         row = {k: float(v) for k, v, _ in FIELD.findall(line)}
         if "num_updates" in row and "loss" in row:
-            rows.append(row)
-    return rows
+            rows[row["num_updates"]] = row
+    return [rows[k] for k in sorted(rows)]
 
 
 def plot_curves(runs: Dict[str, List[Dict[str, float]]], out: Path, title: str = "") -> Path:

@@ -8,7 +8,8 @@
 # Adam betas (0.9, 0.995) and clipping 0.1 as in the paper, but lr 2e-3 with 400 warm-up updates and
 # --max-tokens 4096: the paper's lr 1e-4 barely moves a small model in minutes.
 # Environment: MAX_UPDATE (100000), MAX_MINUTES (unset: no time limit), VALID_EVERY (200 updates).
-# The log goes to SAVE_DIR/train.log; log lines stream to the terminal.
+# The log is appended to SAVE_DIR/train.log (a rerun with the same SAVE_DIR resumes from
+# checkpoint_last.pt); log lines stream to the terminal.
 set -euo pipefail
 ARCH_SUFFIX="_small"
 source "$(dirname "${BASH_SOURCE[0]}")/_args.sh"
@@ -27,6 +28,6 @@ fairseq-train "$data" --user-dir "$ROOT/fairseq_tpr" --task translation --source
     --validate-interval-updates "${VALID_EVERY:-200}" --save-interval-updates "${VALID_EVERY:-200}" \
     --keep-interval-updates 1 --no-epoch-checkpoints \
     --save-dir "$save" --cpu --seed "${SEED:-1}" --num-workers 0 \
-    --log-format simple --log-interval 50 "$@" 2>&1 | tee "$save/train.log" \
+    --log-format simple --log-interval 50 "$@" 2>&1 | tee -a "$save/train.log" \
     | grep --line-buffered -E "train_inner|valid on|done training|Error|error" \
     | sed -u -E 's/^[0-9-]+ ([0-9:]+) \| INFO \| /  \1 /'

@@ -10,7 +10,8 @@
 # improving (reduce_lr_on_plateau, --lr-shrink 0.5), label smoothing 0.1, dropout from the preset.
 # Environment: ARCH (sttr_gigaword), TPR (none | discrete), LAMBDA (1), LR (1e-4), WARMUP (0:
 # linear warm-up updates from 1e-7), MAX_TOKENS (4096), UPDATE_FREQ (1), MAX_UPDATE (200000),
-# VALID_EVERY (2000), SEED (1), FP16 (1 with CUDA). The log goes to SAVE_DIR/train.log.
+# VALID_EVERY (2000), SEED (1), FP16 (1 with CUDA). The log is appended to SAVE_DIR/train.log: a rerun
+# with the same SAVE_DIR resumes from checkpoint_last.pt (fairseq's --restore-file default).
 set -euo pipefail
 if [[ $# -lt 3 ]]; then sed -n '2,14p' "$0" >&2; exit 2; fi
 variant=$1 data=$2 save=$3
@@ -40,6 +41,6 @@ fairseq-train "$data" --user-dir "$ROOT/fairseq_tpr" --task template_summarizati
     --max-update "${MAX_UPDATE:-200000}" --truncate-source --skip-invalid-size-inputs-valid-test \
     --validate-interval-updates "${VALID_EVERY:-2000}" --save-interval-updates "${VALID_EVERY:-2000}" \
     --keep-interval-updates 2 --no-epoch-checkpoints --seed "${SEED:-1}" \
-    --save-dir "$save" "${train_device[@]}" --log-format simple --log-interval 50 "$@" 2>&1 | tee "$save/train.log" \
+    --save-dir "$save" "${train_device[@]}" --log-format simple --log-interval 50 "$@" 2>&1 | tee -a "$save/train.log" \
     | { grep --line-buffered -E "train_inner|valid on|done training|Error|error" || true; } \
     | sed -u -E 's/^[0-9-]+ ([0-9:]+) \| INFO \| /  \1 /'

@@ -14,7 +14,8 @@
 # Environment: SIZE (paper | small: 3+3 layers, d 128, for CPU runs), OPTIMIZER (adafactor | adam:
 # Adam (0.9, 0.98), lr LR with linear warm-up), LR (0.01 adafactor / 1e-3 adam), WARMUP (10000),
 # MAX_TOKENS (4096), UPDATE_FREQ (1), MAX_UPDATE (200000), VALID_EVERY (2000), SEED (1),
-# FP16 (1: --fp16 when CUDA is available). The log goes to SAVE_DIR/train.log.
+# FP16 (1: --fp16 when CUDA is available). The log is appended to SAVE_DIR/train.log: a rerun with the
+# same SAVE_DIR resumes from checkpoint_last.pt (fairseq's --restore-file default).
 set -euo pipefail
 if [[ $# -lt 3 ]]; then sed -n '2,17p' "$0" >&2; exit 2; fi
 model=$1 data=$2 save=$3
@@ -42,6 +43,6 @@ fairseq-train "$data" --user-dir "$ROOT/fairseq_tpr" --task translation --source
     --max-update "${MAX_UPDATE:-200000}" --truncate-source --skip-invalid-size-inputs-valid-test \
     --validate-interval-updates "${VALID_EVERY:-2000}" --save-interval-updates "${VALID_EVERY:-2000}" \
     --keep-interval-updates 2 --no-epoch-checkpoints --seed "${SEED:-1}" \
-    --save-dir "$save" "${train_device[@]}" --log-format simple --log-interval 50 "$@" 2>&1 | tee "$save/train.log" \
+    --save-dir "$save" "${train_device[@]}" --log-format simple --log-interval 50 "$@" 2>&1 | tee -a "$save/train.log" \
     | grep --line-buffered -E "train_inner|valid on|done training|Error|error" \
     | sed -u -E 's/^[0-9-]+ ([0-9:]+) \| INFO \| /  \1 /'

@@ -38,7 +38,7 @@ fairseq-train "$bin" --user-dir "$ROOT/fairseq_tpr" --task translation --source-
     --max-update "${MAX_UPDATE:-500000}" --save-interval-updates "${SAVE_EVERY:-5000}" \
     --validate-interval-updates "${SAVE_EVERY:-5000}" --keep-interval-updates "${AVERAGE:-5}" --no-epoch-checkpoints \
     --seed "${SEED:-1}" --save-dir "$save" "${train_device[@]}" --log-format simple --log-interval 100 "$@" 2>&1 \
-    | tee "$save/train.log" | grep --line-buffered -E "train_inner|valid on|done training|Error|error"
+    | tee -a "$save/train.log" | grep --line-buffered -E "train_inner|valid on|done training|Error|error"
 
 n_ckpt=$(ls "$save" | grep -cE '^checkpoint_[0-9]+_[0-9]+\.pt$' || true)
 k=$(( n_ckpt < ${AVERAGE:-5} ? n_ckpt : ${AVERAGE:-5} ))
