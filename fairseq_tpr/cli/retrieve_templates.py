@@ -1,13 +1,13 @@
 """``fairseq-tpr-retrieve-templates``: STTR templates by BM25 retrieval over the training articles.
 
 The retrieval is :mod:`fairseq_tpr.corpora.template_retrieval` (its docstring is this command's
-``--help``); ``preprocess/templates.sh`` binarizes what it writes.
+``--help``); ``preprocess/templates.sh`` binarizes what it writes. A bad input or flag reaches the
+user through the package's error hook (:mod:`fairseq_tpr.errors`): one ``error:`` line, exit 2.
 """
 import argparse
 import sys
 
 from ..corpora import template_retrieval
-from ..corpora.rawio import CorpusError
 
 
 def main(argv=None):
@@ -30,18 +30,21 @@ def main(argv=None):
     p.add_argument("--max-df", type=float, default=1.0,
                    help="ignore query words found in more than this fraction of the training articles (1.0: exact "
                         "BM25; 0.05 makes a Gigaword-sized index fast, see docs/sttr.md)")
+    p.add_argument("--on-empty-query", choices=template_retrieval.EMPTY_QUERY_POLICIES, default="error",
+                   help="what an empty source line gets: error (default: stop, naming the file and line); skip "
+                        "(an empty template and id -1, outputs stay aligned; preprocess/templates.sh refuses empty "
+                        "templates, so drop those lines first); fallback (a template anyway: the first usable other "
+                        "training summary, a random one with --random-templates). skip and fallback print how many "
+                        "lines were empty")
     p.add_argument("--threads", type=int, default=0, help="retrieval processes (0 or 1: in this process)")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
-    try:
-        template_retrieval.retrieve(
-            args.raw_dir, args.out, source_ext=args.source_ext, target_ext=args.target_ext,
-            splits=args.splits.split(","), top_k=args.top_k, rerank=args.rerank, copy_from=args.copy_from,
-            keep_duplicates=args.keep_duplicates, stopwords=args.stopwords, random_templates=args.random_templates,
-            seed=args.seed, max_df=args.max_df, threads=args.threads, show_progress=not args.no_progress)
-    except CorpusError as e:
-        print(f"fairseq-tpr-retrieve-templates: error: {e}", file=sys.stderr)
-        return 2
+    template_retrieval.retrieve(
+        args.raw_dir, args.out, source_ext=args.source_ext, target_ext=args.target_ext,
+        splits=args.splits.split(","), top_k=args.top_k, rerank=args.rerank, copy_from=args.copy_from,
+        keep_duplicates=args.keep_duplicates, stopwords=args.stopwords, random_templates=args.random_templates,
+        seed=args.seed, max_df=args.max_df, threads=args.threads, show_progress=not args.no_progress,
+        on_empty_query=args.on_empty_query)
     return 0
 
 

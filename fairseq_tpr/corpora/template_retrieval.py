@@ -5,6 +5,7 @@ retrieve step, which STTR follows; Sun, Wang, Li Sec. IV-C).
     fairseq-tpr-retrieve-templates RAW_DIR [--out OUT] [--source-ext source]
         [--target-ext target] [--splits train,valid,test] [--top-k 1] [--rerank none|rouge1]
         [--copy-from DIR] [--keep-duplicates] [--random-templates --seed S] [--threads N]
+        [--on-empty-query error|skip|fallback]
 
 Index: the training articles ``RAW_DIR/train.{source}``, lower-cased and split into word tokens
 (``\\w+``, so single characters count: LCSTS characters, "a", digits); English stop words are
@@ -23,15 +24,31 @@ unlearned stand-in for BiSET's Fast Rerank; ties go to the better BM25 rank).
 ``--random-templates`` picks a uniformly random other training summary instead (the paper's
 robustness check with irrelevant templates; ``--seed``).
 
+An empty query line (an empty line of ``{split}.{source}``) has nothing to retrieve with;
+``--on-empty-query`` says what it gets, and the number of such lines is printed (stderr):
+  ``error``     (default) stop, naming the file and its first empty line;
+  ``skip``      an empty template line and ``-1`` in ``.template.ids`` (the outputs stay aligned
+                with the source; ``preprocess/templates.sh`` refuses empty templates, so drop
+                those lines from the split before binarizing);
+  ``fallback``  a template anyway: the first usable other training summary (a random one with
+                ``--random-templates``), what a query sharing no word with the index gets.
+
 Output, aligned line by line with ``{split}.{source}``:
   ``OUT/{split}.template``       the chosen training summary, copied from ``--copy-from DIR``'s
                                  ``train.{target}`` (default RAW_DIR): retrieve on plain text and
                                  copy the BPE'd summaries, ready for ``preprocess/templates.sh``;
   ``OUT/{split}.template.ids``   0-based training line of the chosen summary, a tab, then the kept
-                                 candidates as ``line:score`` (best BM25 first).
+                                 candidates as ``line:score`` (best BM25 first); ``-1`` and no
+                                 candidates for a skipped empty query.
+
+Errors, before the index is built and any output is written: no training article has a
+non-empty summary; a train-split query whose only usable template would be its own summary
+(or an exact copy's); an empty query line (``--on-empty-query error``). ``--top-k`` above the
+number of usable training summaries only warns: fewer candidates are kept.
 """
 import multiprocessing
 import re
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -39,9 +56,11 @@ import numpy as np
 import scipy.sparse as sp
 from tqdm import tqdm
 
-from .rawio import CorpusError, read_lines
+from ..errors import ConfigError, InputError
+from .rawio import read_lines
 
 WORD = r"(?u)\b\w+\b"
+EMPTY_QUERY_POLICIES = ("error", "skip", "fallback")
 
 
 def _normalise(text):
@@ -193,6 +212,9 @@ class TemplateRetriever:
         return query_index is not None and (d == query_index or self.group[d] == self.group[query_index])
 
     def _best(self, cols, vals, query_index, top_k):
+        """The ``top_k`` kept (training index, score) of one query from its scored articles
+        (``cols``, ``vals``), topped up with score-0 articles in index order; empty when no training
+        article is usable for it (:func:`retrieve` rules that out before retrieving)."""
         kk = min(len(cols), top_k + 8 + (int(self.group_size[query_index]) if query_index is not None else 0))
         while True:
             if 0 < kk < len(cols):  # the kk best, and every article tied with the kk-th
@@ -213,9 +235,6 @@ class TemplateRetriever:
                     kept.append((d, 0.0))
                     if len(kept) == top_k:
                         break
-        if not kept:
-            raise CorpusError(f"query {query_index + 1}: no usable training article other than itself "
-                              f"(all others are copies of it or have empty summaries)")
         return kept
 
 
@@ -229,60 +248,126 @@ def _chunk_worker(start):
 
 def _read_checked(path, what):
     if not Path(path).is_file():
-        raise CorpusError(f"{what} {path} is missing")
+        raise InputError(f"{what} {path} is missing")
     return read_lines(path)
+
+
+def _warn(message):
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def _random_candidate(rng, usable, is_usable, own):
+    """``[(d, 0.0)]`` for a uniformly random usable training line ``d`` other than ``own`` (the
+    query's own line for the train split, else None); ``[]`` when there is none. Drawn by
+    rejection (the draws of earlier versions, so a ``--seed`` gives the same templates): only a
+    draw of ``own`` is repeated, and that cannot go on forever since another line is known to exist."""
+    if len(usable) - int(own is not None and bool(is_usable[own])) == 0:
+        return []
+    while True:
+        d = int(usable[rng.integers(len(usable))])
+        if d != own:
+            return [(d, 0.0)]
+
+
+def _train_query_without_template(articles, usable, copies_excluded, needed):
+    """The first training line (0-based) that, as a train-split query, has no usable template, or
+    None. That happens only when every usable summary is the query's own or, if copies are
+    excluded, an exact copy's; so this stops at the first two usable articles that differ.
+    ``needed(i)``: whether query ``i`` gets a template at all (a skipped empty query does not)."""
+    if copies_excluded:
+        key = _normalise(articles[usable[0]])
+        if any(_normalise(articles[d]) != key for d in usable[1:]):
+            return None
+        lines = (i for i, text in enumerate(articles) if _normalise(text) == key)
+    elif len(usable) > 1:
+        return None
+    else:
+        lines = iter([int(usable[0])])
+    return next((i for i in lines if needed(i)), None)
 
 
 def retrieve(raw_dir, out=None, source_ext="source", target_ext="target", splits=("train", "valid", "test"),
              top_k=1, rerank="none", copy_from=None, keep_duplicates=False, stopwords="en", random_templates=False,
-             seed=1, max_df=1.0, threads=0, show_progress=True):
+             seed=1, max_df=1.0, threads=0, show_progress=True, on_empty_query="error"):
     """Write ``OUT/{split}.template`` and ``.template.ids`` for every split (module docstring; the
-    arguments are the console script's flags). Every input is checked before the index is built;
-    bad input raises :class:`~.rawio.CorpusError`."""
+    arguments are the console script's flags). Every input is checked before the index is built:
+    bad input raises :class:`~fairseq_tpr.errors.InputError`, a bad flag value
+    :class:`~fairseq_tpr.errors.ConfigError`; warnings and the count of empty queries go to stderr."""
     raw = Path(raw_dir)
     out = Path(out or raw)
     if top_k < 1:
-        raise CorpusError(f"--top-k must be at least 1 (got {top_k})")
+        raise ConfigError(f"--top-k must be at least 1 (got {top_k})")
+    if on_empty_query not in EMPTY_QUERY_POLICIES:
+        raise ConfigError(f"--on-empty-query must be one of {', '.join(EMPTY_QUERY_POLICIES)} (got {on_empty_query!r})")
     split_list = [s for s in splits if s]
     train_src, train_tgt = raw / f"train.{source_ext}", raw / f"train.{target_ext}"
     articles = _read_checked(train_src, "the training articles")
     summaries = _read_checked(train_tgt, "the training summaries")
     if len(articles) != len(summaries):
-        raise CorpusError(f"{train_src} has {len(articles)} lines but {train_tgt} has {len(summaries)}: "
-                          f"articles and summaries must be aligned line by line")
+        raise InputError(f"{train_src} has {len(articles)} lines but {train_tgt} has {len(summaries)}: "
+                         f"articles and summaries must be aligned line by line")
     copy_path = Path(copy_from or raw) / f"train.{target_ext}"
     templates = summaries if copy_path == train_tgt else _read_checked(copy_path, "--copy-from summaries")
     if len(templates) != len(articles):
-        raise CorpusError(f"{copy_path} has {len(templates)} lines but {train_src} has {len(articles)}")
+        raise InputError(f"{copy_path} has {len(templates)} lines but {train_src} has {len(articles)}")
     if len(articles) < 2:
-        raise CorpusError(f"{train_src} has {len(articles)} line(s): retrieval needs at least 2 training articles")
-    queries = {}
+        raise InputError(f"{train_src} has {len(articles)} line(s): retrieval needs at least 2 training articles")
+    # a training summary can be a template if it is non-empty (and so is its --copy-from line)
+    is_usable = np.array([bool(s.strip()) and bool(t.strip()) for s, t in zip(summaries, templates)])
+    usable = np.flatnonzero(is_usable)
+    summary_files = str(train_tgt) if copy_path == train_tgt else f"both {train_tgt} and {copy_path}"
+    if len(usable) == 0:
+        raise InputError(f"no training article has a non-empty summary in {summary_files}: templates are "
+                         f"training summaries, so there is nothing to retrieve (--splits {','.join(split_list)})")
+    queries, sources, empty = {}, {}, {}
     for split in split_list:  # every input checked before the index is built
-        path = raw / f"{split}.{source_ext}"
+        path = sources[split] = raw / f"{split}.{source_ext}"
         if not path.is_file():
-            raise CorpusError(f"split {split!r}: its source {path} is missing (asked for by --splits {','.join(splits)})")
+            raise InputError(f"split {split!r}: its source {path} is missing (asked for by --splits {','.join(splits)})")
         queries[split] = articles if split == "train" else read_lines(path)
+        empty[split] = [i for i, q in enumerate(queries[split]) if not q.strip()]
+        if empty[split] and on_empty_query == "error":
+            raise InputError(f"{path} line {empty[split][0] + 1}: empty source line ({len(empty[split])} in this "
+                             f"file): there is nothing to retrieve a template with; remove the empty lines (and their "
+                             f"targets), or pass --on-empty-query skip (empty template, id -1) or fallback (a template "
+                             f"anyway)")
+    skipped = {split: set(lines) if on_empty_query == "skip" else set() for split, lines in empty.items()}
+    if "train" in queries:
+        copies_excluded = not (keep_duplicates or random_templates)
+        line = _train_query_without_template(articles, usable, copies_excluded, lambda i: i not in skipped["train"])
+        if line is not None:
+            why = (f"the only non-empty summary in {summary_files} is this query's own (never its template)"
+                   if usable.tolist() == [line] else
+                   f"each of the {len(usable)} non-empty summaries in {summary_files} is this query's own or an "
+                   f"exact copy's (excluded unless --keep-duplicates)")
+            raise InputError(f"split 'train', line {line + 1} of {train_src}: no template can be retrieved for "
+                             f"this query: {why}; add training summaries, or leave train out of --splits")
+    if top_k > len(usable) and not random_templates:
+        with_summary = f" ({len(usable)} with a non-empty summary)" if len(usable) < len(articles) else ""
+        _warn(f"--top-k {top_k} but the index has only {len(articles)} training articles{with_summary}: "
+              f"keeping at most {len(usable)} candidates per query")
     out.mkdir(parents=True, exist_ok=True)
     retriever = None if random_templates else TemplateRetriever(
         articles, [s if t.strip() else "" for s, t in zip(summaries, templates)], stopwords=stopwords,
         keep_duplicates=keep_duplicates, threads=threads, show_progress=show_progress, max_df=max_df)
     rng = np.random.default_rng(seed)
-    usable = np.flatnonzero([bool(s.strip()) and bool(t.strip()) for s, t in zip(summaries, templates)])
     for split, qs in queries.items():
         is_train = split == "train"
         if random_templates:
-            cands = []
-            for i in range(len(qs)):
-                while True:
-                    d = int(usable[rng.integers(len(usable))])
-                    if not (is_train and d == i):
-                        break
-                cands.append([(d, 0.0)])
+            cands = [[] if i in skipped[split] else _random_candidate(rng, usable, is_usable, i if is_train else None)
+                     for i in range(len(qs))]
         else:
-            cands = retriever.candidates(qs, top_k, train_split=is_train)
+            cands = [[] if i in skipped[split] else kept
+                     for i, kept in enumerate(retriever.candidates(qs, top_k, train_split=is_train))]
+        missing = next((i for i, kept in enumerate(cands) if not kept and i not in skipped[split]), None)
+        if missing is not None:  # ruled out by the checks above (a bug if not): never write a misaligned file
+            raise RuntimeError(f"split {split!r}, line {missing + 1} of {sources[split]}: no training summary left "
+                               f"for this query although the checks before retrieval passed")
         chosen = []
         for q, kept in zip(qs, cands):
-            if rerank == "rouge1" and len(kept) > 1:
+            if not kept:
+                chosen.append(-1)
+            elif rerank == "rouge1" and len(kept) > 1:
                 q_tok = re.findall(WORD, q.lower())
                 best = max(range(len(kept)), key=lambda j: (rouge1_f(q_tok, re.findall(WORD, articles[kept[j][0]].lower())), -j))
                 chosen.append(kept[best][0])
@@ -290,9 +375,13 @@ def retrieve(raw_dir, out=None, source_ext="source", target_ext="target", splits
                 chosen.append(kept[0][0])
         with open(out / f"{split}.template", "w", encoding="utf-8") as f:
             for d in chosen:
-                f.write(templates[d] + "\n")
+                f.write((templates[d] if d >= 0 else "") + "\n")
         with open(out / f"{split}.template.ids", "w", encoding="utf-8") as f:
             for d, kept in zip(chosen, cands):
                 f.write(f"{d}\t" + " ".join(f"{i}:{s:.4f}" for i, s in kept) + "\n")
+        if empty[split]:
+            what = ("an empty template and id -1 (drop those lines before preprocess/templates.sh)"
+                    if on_empty_query == "skip" else "a fallback template")
+            _warn(f"{sources[split]}: {len(empty[split])} empty source line(s) (first: line {empty[split][0] + 1}); "
+                  f"--on-empty-query {on_empty_query} gave them {what}")
         print(f"{split}: {len(qs)} templates -> {out / f'{split}.template'}")
-
