@@ -43,7 +43,7 @@ fairseq-train "$bin" --user-dir "$ROOT/fairseq_tpr" --task translation --source-
 n_ckpt=$(ls "$save" | grep -cE '^checkpoint_[0-9]+_[0-9]+\.pt$' || true)
 k=$(( n_ckpt < ${AVERAGE:-5} ? n_ckpt : ${AVERAGE:-5} ))
 if (( k >= 2 )); then
-    python -m fairseq_tpr.cli.average_checkpoints --inputs "$save" --last "$k" --output "$save/checkpoint_avg.pt"
+    fairseq-tpr-average-checkpoints --inputs "$save" --last "$k" --output "$save/checkpoint_avg.pt"
     ckpt="$save/checkpoint_avg.pt"
 else
     echo "fewer than 2 interval checkpoints: decoding checkpoint_best.pt without averaging"
