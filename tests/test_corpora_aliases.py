@@ -11,7 +11,6 @@ from conftest import cli_env
 # (old module, arguments before --help, new module)
 ALIASES = [
     ("fairseq_tpr.data.debian_corpus", [], "fairseq_tpr.corpora.debian"),
-    ("fairseq_tpr.data.corpora.prepare", ["xsum"], "fairseq_tpr.corpora.prepare"),  # the corpus name comes first
     ("fairseq_tpr.data.template_binarize", [], "fairseq_tpr.corpora.templates"),
     ("fairseq_tpr.data.synthetic", [], "fairseq_tpr.corpora.synthetic"),
     ("fairseq_tpr.data.math_dataset", [], "fairseq_tpr.corpora.math_dataset"),
