@@ -37,10 +37,10 @@ from omegaconf import OmegaConf
 
 import fairseq_tpr  # noqa: F401  (registers the archs)
 from fairseq_tpr import hub
+from fairseq_tpr.errors import InputError
 from fairseq_tpr.data.extractive_dataset import SplitWriter
 from fairseq_tpr.corpora.rst_trees import parse_tree
 from fairseq_tpr.modules.tree_attention import right_branching_tree, tree_to_arrays
-from fairseq_tpr.tasks.template_summarization import InteractiveInputError
 
 REPO = Path(__file__).resolve().parents[1]
 USER_DIR = REPO / "fairseq_tpr"
@@ -499,7 +499,7 @@ def test_hub_sttr_summarize_and_translate_equal_interactive(data, tmp_path, caps
     assert model.summarize(test["src"], test["template"], beam=4, max_len_b=12) == expected
     assert model.translate(lines, beam=4, max_len_b=12) == expected
     assert model.summarize(test["src"][1], test["template"][1], beam=4, max_len_b=12) == expected[1]
-    with pytest.raises(InteractiveInputError, match="no tab"):
+    with pytest.raises(InputError, match="no tab"):
         model.translate(test["src"][0])
     with pytest.raises(ValueError, match="2 documents but 1 templates"):
         model.summarize(test["src"][:2], test["template"][:1])

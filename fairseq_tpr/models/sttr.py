@@ -9,8 +9,13 @@ flag            encoder output (what the decoder attends to)    paper, Table III
 ==============  ==============================================  ==========================
 ``none``        ``H_s`` (templates are read and ignored)         "Transformer"
 ``concat``      ``[H_s; H_t]`` along time                        "+Connection"
-``attention``   ``g * H_s + (1 - g) * H_ts`` (Eq. 20-22)          "+Attention" / full model
+``attention``   ``FFN(g * H_ts + (1 - g) * H_s)`` (Eq. 20-22)     "+Attention" / full model
 ==============  ==============================================  ==========================
+
+The ``attention`` mode follows the authors' code by default (no AddNorm in Eq. 20, the gate on
+``H_ts``, a position-wise feed-forward block after the gate); ``--template-addnorm``,
+``--template-gate-on source`` and ``--no-template-ffn`` give the paper's text instead
+(:class:`~fairseq_tpr.modules.template_fusion.TemplateAwareAttention`; docs/sttr.md, "Deviations").
 
 "+Attention" (no shifting loss) and the full model differ only in the criterion's
 ``--template-mse-lambda`` (0 vs 1; see ``label_smoothed_cross_entropy_with_template_mse``).
@@ -36,7 +41,7 @@ from fairseq.models.transformer import TransformerDecoder, TransformerEncoder, T
 from torch import Tensor
 
 from ..errors import InputError
-from ..modules.template_fusion import TemplateAwareAttention, TemplateConcatenation
+from ..modules.template_fusion import GATE_ON, TemplateAwareAttention, TemplateConcatenation
 from ..modules.tp_layers import RoleDecoderLayer, RoleEncoderLayer
 from .hub_entry import plugin_from_pretrained
 from .presets import default_sizes, set_defaults
@@ -48,12 +53,8 @@ TPR_KINDS = ("none", "discrete")
 _EXTRA_KEYS = ("template_aware", "template_gate", "template_aware_padding_mask")
 
 
-class MissingTemplatesError(InputError):
-    """A batch without the template that STTR reads with every source."""
-
-
 def _missing_templates():
-    return MissingTemplatesError(
+    return InputError(
         "STTR reads a template with every source, but the batch has no template_tokens: use "
         "--task template_summarization (data binarized with preprocess/templates.sh), or for "
         "fairseq-interactive give 'document<TAB>template' per line."
@@ -135,6 +136,15 @@ class STTRModel(ReturnsRoleAttention, ChecksOptions, TransformerModel):
         parser.add_argument("--role-dim", type=int, metavar="d_r",
                             help="with --tpr discrete: role size; heads x role-dim must equal the embedding size "
                                  "(default: embed-dim / heads)")
+        parser.add_argument("--template-addnorm", action="store_true",
+                            help="with --template-mode attention: the paper's AddNorm in Eq. 20, "
+                                 "H_ts = LayerNorm(H_s + MultiHead(...)) (default: none, as the authors' code)")
+        parser.add_argument("--template-gate-on", choices=GATE_ON,
+                            help="which state the gate g multiplies in Eq. 22: template (H_ts, the authors' code; "
+                                 "default) or source (H_s, the paper's text)")
+        parser.add_argument("--no-template-ffn", action="store_true",
+                            help="with --template-mode attention: leave out the position-wise feed-forward block "
+                                 "that the authors' code applies after the gated sum (the paper has none)")
 
     from_pretrained = plugin_from_pretrained  # returns the fitting fairseq_tpr.hub interface
 
@@ -179,7 +189,9 @@ class STTRModel(ReturnsRoleAttention, ChecksOptions, TransformerModel):
             fusion = TemplateConcatenation()
         else:
             fusion = TemplateAwareAttention(args.encoder.embed_dim, args.encoder.attention_heads,
-                                            dropout=args.dropout, attention_dropout=args.attention_dropout)
+                                            dropout=args.dropout, attention_dropout=args.attention_dropout,
+                                            add_norm=args.template_addnorm, gate_on=args.template_gate_on,
+                                            position_wise=not args.no_template_ffn)
         return STTREncoder(src_dict, source, template, fusion)
 
     @classmethod
@@ -217,8 +229,10 @@ class STTRModel(ReturnsRoleAttention, ChecksOptions, TransformerModel):
 # ----------------------------------------------------------------------------- presets
 @register_model_architecture("sttr", "sttr")
 def sttr(args):
-    """STTR on fairseq's transformer defaults; template-aware attention, shared embeddings."""
-    set_defaults(args, template_mode="attention", tpr="none", num_roles=50, role_dim=None, share_all_embeddings=True)
+    """STTR on fairseq's transformer defaults; template-aware attention as the authors' code, shared
+    embeddings."""
+    set_defaults(args, template_mode="attention", tpr="none", num_roles=50, role_dim=None, share_all_embeddings=True,
+                 template_addnorm=False, template_gate_on="template", no_template_ffn=False)
     base_architecture(args)
 
 

@@ -41,10 +41,6 @@ class TemplateSummarizationConfig(TranslationConfig):
     )
 
 
-class InteractiveInputError(InputError):
-    """A fairseq-interactive line that is not ``document<TAB>template``."""
-
-
 def template_prefix(data_path: str, split: str, src: str, tgt: str, impl=None) -> Optional[str]:
     """``{data}/{split}.{src}-{tgt}.template`` (or ``{tgt}-{src}``) if its .bin/.idx exist, else None."""
     for pair in (f"{src}-{tgt}", f"{tgt}-{src}"):
@@ -96,14 +92,14 @@ class TemplateSummarizationTask(TranslationTask):
         tokens = []
         for i, line in enumerate(lines):
             if "\t" not in line:
-                raise InteractiveInputError(
+                raise InputError(
                     f"input line {i + 1} of this batch has no tab: template_summarization needs "
                     f"'document<TAB>template' on every line (got {line[:80]!r})."
                 )
             document, template = line.split("\t", 1)
             if not document.strip() or not template.strip():
                 which = "document" if not document.strip() else "template"
-                raise InteractiveInputError(
+                raise InputError(
                     f"input line {i + 1} of this batch has an empty {which}: give 'document<TAB>template' "
                     f"(got {line[:80]!r})."
                 )
@@ -128,7 +124,7 @@ class TemplateSummarizationTask(TranslationTask):
             row = utils.strip_pad(row, pad)
             ends = (row == eos).nonzero().flatten().tolist()
             if len(ends) < 2:
-                raise InteractiveInputError(
+                raise InputError(
                     "a batch has no template_tokens and its rows are not 'document </s> template </s>': "
                     "use fairseq-generate on data binarized with preprocess/templates.sh, or fairseq-interactive "
                     "with 'document<TAB>template' lines."
@@ -144,4 +140,4 @@ class TemplateSummarizationTask(TranslationTask):
         }
 
 
-__all__ = ["TemplateSummarizationTask", "TemplateSummarizationConfig", "TemplateDataError", "InteractiveInputError"]
+__all__ = ["TemplateSummarizationTask", "TemplateSummarizationConfig", "TemplateDataError"]
