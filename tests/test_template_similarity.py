@@ -10,6 +10,7 @@ import math
 import os
 import random
 import re
+import sys
 
 import pytest
 import torch
@@ -20,6 +21,7 @@ from fairseq.trainer import Trainer
 
 from fairseq_tpr.analysis.template_similarity import load_model as _load, sentence_similarities
 from fairseq_tpr.cli.template_similarity import main as similarity_main
+from fairseq_tpr.errors import FairseqTprError, one_line
 
 N = {"train": 48, "valid": 8, "test": 11}
 VOCAB = [f"w{i}" for i in range(30)]
@@ -96,7 +98,11 @@ def fx(tmp_path_factory):
 
 def _run(capsys, *argv):
     capsys.readouterr()  # drop what building the fixtures printed (hydra's warnings)
-    rc = similarity_main([str(a) for a in argv])
+    try:
+        rc = similarity_main([str(a) for a in argv])
+    except FairseqTprError as e:  # what the plugin's excepthook prints at the top of the command, exit 2
+        print(one_line(e), file=sys.stderr)
+        rc = 2
     out, err = capsys.readouterr()
     return rc, out, err
 
@@ -115,7 +121,9 @@ def _sim(u, v):
 
 def oracle(ckpt, data, d, raw):
     """Sentence by sentence (batch of one, no padding): H_ts from the model's encoder, H_s from its
-    source encoder, E_t = sqrt(d) * E[target]; means and cosine in plain Python."""
+    source encoder, E_t = the decoder's input (sqrt(d) * E[prev_output_tokens] plus positions, where
+    prev_output_tokens = </s> followed by the target without its last token; the criterion's default
+    --template-mse-target decoder-input); means and cosine in plain Python."""
     models, _cfg, _task = checkpoint_utils.load_model_ensemble_and_task([str(ckpt)], arg_overrides={"data": str(data)})
     model = models[0].eval()
     emb = model.decoder.embed_tokens.weight
@@ -125,12 +133,13 @@ def oracle(ckpt, data, d, raw):
         for src_line, tgt_line, tpl_line in zip(raw["source"], raw["target"], raw["template"]):
             src = d.encode_line(src_line, add_if_not_exist=False).long()[None]  # 1 x S, ends in </s>
             tpl = d.encode_line(tpl_line, add_if_not_exist=False).long()[None]
-            tgt = d.encode_line(tgt_line, add_if_not_exist=False).long().tolist()
+            tgt = d.encode_line(tgt_line, add_if_not_exist=False).long()  # ends in </s>
+            prev = torch.cat([torch.tensor([d.eos()]), tgt[:-1]])[None]  # 1 x T
             enc = model.encoder(src, src_lengths=torch.tensor([src.numel()]), template_tokens=tpl,
                                 template_lengths=torch.tensor([tpl.numel()]))
             h_ts = enc["template_aware"][0][:, 0].tolist()  # S x C
             h_s = model.encoder.source_encoder(src, src_lengths=torch.tensor([src.numel()]))["encoder_out"][0][:, 0]
-            e_t = [(scale * emb[t]).tolist() for t in tgt]
+            e_t = (scale * emb[prev[0]] + model.decoder.embed_positions(prev)[0]).tolist()  # T x C
             sims.append((_sim(_mean(h_ts), _mean(e_t)), _sim(_mean(h_s.tolist()), _mean(e_t))))
     return sims
 
@@ -183,7 +192,7 @@ def test_batch_size_1_and_n_give_the_same_numbers(fx):
 def _one_line_error(rc, out, err, *needles):
     assert rc == 2, err
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("fairseq-tpr-template-similarity: error: "), err
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
     for needle in needles:
         assert needle in lines[0], lines[0]
     assert "|" not in out  # no table

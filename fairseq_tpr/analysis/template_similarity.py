@@ -19,7 +19,7 @@ from typing import Dict, List, Optional
 
 import torch
 
-from ..criterions.label_smoothed_cross_entropy_with_template_mse import representation_similarity
+from ..criterions.label_smoothed_cross_entropy_with_template_mse import representation_similarity, shift_target
 from ..errors import CheckpointError, ConfigError, FairseqTprError, InputError
 from ..models.sttr import STTRModel
 from ..tasks.template_summarization import TEMPLATE_LANG, template_prefix
@@ -27,7 +27,6 @@ from .dump import arch_of
 
 TASK = "template_summarization"
 DEFAULT_BATCH_SIZE = 64
-SimilarityError = FairseqTprError  # the old name, still caught by cli/template_similarity.py
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,8 +131,10 @@ def load_model(path: str, data_bin: str, device):
 
 
 def sentence_similarities(model, task, split: str, batch_size: Optional[int], max_tokens: Optional[int], device,
-                          progress: bool = True, desc: str = "") -> Dict[int, List[float]]:
-    """``{sentence id: [sim_ts, sim_s]}`` over every sentence of ``split`` (module docstring)."""
+                          progress: bool = True, desc: str = "",
+                          target_kind: str = "decoder-input") -> Dict[int, List[float]]:
+    """``{sentence id: [sim_ts, sim_s]}`` over every sentence of ``split`` (module docstring);
+    ``target_kind``: which ``E_t`` (the criterion's ``--template-mse-target``)."""
     from fairseq import utils
     from tqdm import tqdm
 
@@ -158,12 +159,9 @@ def sentence_similarities(model, task, split: str, batch_size: Optional[int], ma
                 if not sample:
                     continue
                 sample = utils.move_to_cuda(sample, device=device) if device.type == "cuda" else sample
-                net_input = {k: v for k, v in sample["net_input"].items() if k != "prev_output_tokens"}
-                enc = model.encoder(**net_input)
-                h_ts, ts_mask = enc["template_aware"][0], enc["template_aware_padding_mask"][0]  # S x B x C, B x S
-                target = sample["target"]  # B x T
-                e_t = model.target_embeddings(target)  # T x B x C
-                t_mask = target.eq(pad)
+                _, extra = model(**sample["net_input"])  # teacher forcing on the reference
+                h_ts, ts_mask = extra["template_aware"][0], extra["template_aware_padding_mask"][0]  # S x B x C, B x S
+                e_t, t_mask = shift_target(target_kind, model, extra, sample, pad)  # T x B x C, B x T
                 sim_ts = representation_similarity(h_ts, ts_mask, e_t, t_mask)
                 sim_s = representation_similarity(kept["h_s"], kept["mask"], e_t, t_mask)
                 for i, a, b in zip(sample["id"].tolist(), sim_ts.tolist(), sim_s.tolist()):
@@ -174,6 +172,12 @@ def sentence_similarities(model, task, split: str, batch_size: Optional[int], ma
         raise ConfigError(f"{len(sims)} of the {len(dataset)} sentences of {split!r} were scored; check "
                           "--max-tokens against the longest source/template/target.")
     return sims
+
+
+def target_kind(cfg) -> str:
+    """The ``E_t`` of the checkpoint's criterion (``--template-mse-target``; its default,
+    ``decoder-input``, for a checkpoint trained with another criterion)."""
+    return str(_get(getattr(cfg, "criterion", None), "template_mse_target", "decoder-input"))
 
 
 def _mean_std(values: List[float]):
@@ -249,7 +253,8 @@ def run(data: str, paths: List[str], labels: Optional[List[str]] = None, split: 
         model, cfg, task = load_model(path, data, device)
         task.load_dataset(split, combine=False, epoch=1)
         sims = sentence_similarities(model, task, split, batch_size, max_tokens, device,
-                                     progress=progress, desc=f"[{k + 1}/{len(paths)}] {path}")
+                                     progress=progress, desc=f"[{k + 1}/{len(paths)}] {path}",
+                                     target_kind=target_kind(cfg))
         rows.append(summarize(path, labels[k] if labels else default_label(cfg), cfg, sims))
         del model
     return rows

@@ -13,9 +13,10 @@ For every sentence ``b`` of the split (teacher forcing on the reference, no deco
 ``H_ts`` is the template-aware document (Eq. 20, ``S x B x C``: the model's
 ``encoder_out["template_aware"]``), ``H_s`` the source encoder's output ``H_s^N`` that goes into
 the template-aware attention (the document representation before the template is read, caught
-with a forward hook on ``STTREncoder.source_encoder``), ``E_t`` the decoder's scaled token
-embeddings of the reference summary (:meth:`STTRModel.target_embeddings`, the ``E_t`` of Eq. 23);
-means over non-pad positions. The per-sentence value is the criterion's own
+with a forward hook on ``STTREncoder.source_encoder``), ``E_t`` the ``E_t`` of Eq. 23 as the
+checkpoint's criterion defines it (``--template-mse-target``: by default the decoder's input, the
+scaled embeddings of the reference's ``prev_output_tokens`` plus positions; ``token-embeddings``:
+:meth:`STTRModel.target_embeddings` of the reference); means over non-pad positions. The per-sentence value is the criterion's own
 :func:`~fairseq_tpr.criterions.label_smoothed_cross_entropy_with_template_mse.representation_similarity`
 (the ``template_sim`` that training logs).
 
@@ -40,7 +41,7 @@ import logging
 import sys
 import warnings
 
-from fairseq_tpr.analysis.template_similarity import DEFAULT_BATCH_SIZE, SimilarityError, format_markdown, run
+from fairseq_tpr.analysis.template_similarity import DEFAULT_BATCH_SIZE, format_markdown, run
 
 PROG = "fairseq-tpr-template-similarity"
 
@@ -66,12 +67,9 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     logging.getLogger("fairseq").setLevel(logging.WARNING)  # dataset/model loading chatter
     warnings.filterwarnings("ignore", message=".*pin_memory.*")  # fairseq's data loader on a CPU-only machine
-    try:
-        rows = run(args.data, args.path, args.label, args.gen_subset, args.batch_size, args.max_tokens, args.cpu,
-                   progress=not args.no_progress)
-    except SimilarityError as e:
-        print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
-        return 2
+    # a bad input raises a FairseqTprError: the plugin's excepthook prints it as one "error:" line, exit 2
+    rows = run(args.data, args.path, args.label, args.gen_subset, args.batch_size, args.max_tokens, args.cpu,
+               progress=not args.no_progress)
     print(format_markdown(rows, args.data, args.gen_subset), end="")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
