@@ -20,7 +20,7 @@ from typing import Dict, List, Optional
 import torch
 
 from ..criterions.label_smoothed_cross_entropy_with_template_mse import representation_similarity, shift_target
-from ..errors import CheckpointError, ConfigError, FairseqTprError, InputError
+from ..errors import CheckpointError, ConfigError, InputError
 from ..models.sttr import STTRModel
 from ..tasks.template_summarization import TEMPLATE_LANG, template_prefix
 from .dump import arch_of
