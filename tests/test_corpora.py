@@ -3,12 +3,15 @@ and every kind of bad input stopping with a clear message before any long work."
 import hashlib
 import json
 import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from conftest import cli_env
 from fairseq.data import Dictionary, data_utils
 
 from fairseq_tpr.corpora import cnndm, prepare, wikihow
+from fairseq_tpr.errors import FairseqTprError
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = ("--vocab-size", "60", "--workers", "1")
@@ -76,8 +79,7 @@ def test_xsum_original_release_with_a_missing_document(tmp_path, capsys):
             f"[SN]FIRST-SENTENCE[SN]\nSummary {doc_id} {sentence(i, 4)}\n\n"
             f"[SN]RESTBODY[SN]\n{sentence(i)}\n{sentence(i + 1)}\n")
     (raw / "XSum-TRAINING-DEV-TEST-SPLIT-90-5-5.json").write_text(json.dumps(ids))
-    assert run("xsum", raw, tmp_path / "out") == 1
-    assert "202.summary (missing file)" in capsys.readouterr().err
+    assert "202.summary (missing file)" in err_of(capsys, "xsum", raw, tmp_path / "out")
     assert run("xsum", raw, tmp_path / "out", "--on-empty", "skip") == 0
     out = tmp_path / "out"
     assert [binarized(out, s) for s in ("train", "valid", "test")] == [3, 1, 2]
@@ -236,12 +238,21 @@ def test_apply_existing_subword_nmt_and_fastbpe_codes(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# bad input: a clear message (exit 1) before any long work
+# bad input: a clear message (one "error:" line from the package's hook, exit 2) before any long work
 
 
 def err_of(capsys, corpus, raw, out, *extra):
-    assert run(corpus, raw, out, *extra) == 1
-    return capsys.readouterr().err
+    """What the user reads on stderr: the warnings printed so far, then the error's message."""
+    with pytest.raises(FairseqTprError) as e:
+        run(corpus, raw, out, *extra)
+    return f"{capsys.readouterr().err}error: {e.value}\n"
+
+
+def test_a_bad_input_is_one_error_line_and_exit_2(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "fairseq_tpr.corpora.prepare", "xsum", str(tmp_path / "nowhere"),
+                           str(tmp_path / "out")], env=cli_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == f"error: raw data directory {tmp_path / 'nowhere'} does not exist\n"
 
 
 def test_bad_line_counts_empties_and_missing_files(tmp_path, capsys):

@@ -8,6 +8,7 @@ import pytest
 from fairseq.data import Dictionary, data_utils
 
 from fairseq_tpr.corpora import debian as dc
+from fairseq_tpr.errors import InputError
 from conftest import cli_env
 
 REPO = Path(__file__).resolve().parents[1]
@@ -147,17 +148,16 @@ def test_debian_fixture_end_to_end_through_the_script(tmp_path):
     assert "Dieses Paket enthält die Bibliothek srcvalid" in de_text
 
 
-def test_debian_bad_lists_dir(tmp_path, capsys):
-    assert dc.main([str(tmp_path / "out"), "--lists-dir", str(tmp_path / "nope")]) == 1
-    assert "does not exist" in capsys.readouterr().err
+def test_debian_bad_lists_dir(tmp_path):
+    with pytest.raises(InputError, match="does not exist"):
+        dc.main([str(tmp_path / "out"), "--lists-dir", str(tmp_path / "nope")])
     (tmp_path / "lists").mkdir()
     (tmp_path / "lists" / "x_Packages").write_text("Package: a\nDescription: b\n")
-    assert dc.main([str(tmp_path / "out"), "--lists-dir", str(tmp_path / "lists")]) == 1
-    err = capsys.readouterr().err
-    assert "Translation-en" in err and "expected files" in err
+    with pytest.raises(InputError, match="Translation-en.*expected files"):
+        dc.main([str(tmp_path / "out"), "--lists-dir", str(tmp_path / "lists")])
     (tmp_path / "lists" / "x_i18n_Translation-en").write_bytes(b"Package: a\nDescription-md5: 1\nDescription-en: \xff\n")
-    assert dc.main([str(tmp_path / "out"), "--lists-dir", str(tmp_path / "lists")]) == 1
-    assert "Translation-en: line 3: not UTF-8" in capsys.readouterr().err
+    with pytest.raises(InputError, match="Translation-en: line 3: not UTF-8"):
+        dc.main([str(tmp_path / "out"), "--lists-dir", str(tmp_path / "lists")])
 
 
 def test_split_of_is_stable_and_proportional():

@@ -207,18 +207,17 @@ def run_prep(tmp_path, *extra):
     return prep.main(["--destdir", str(tmp_path / "data"), "--encoder", "hash", "--hash-dim", "8", *extra])
 
 
-def test_bad_inputs_have_clear_messages(tmp_path, capsys):
+def test_bad_inputs_have_clear_messages(tmp_path):
     write_jsonl(tmp_path / "a.jsonl", [{"units": UNITS, "summary": REF, "labels": [0, 1, 0]}])
-    assert run_prep(tmp_path, "--trainpref", str(tmp_path / "a")) == 2
-    assert "a.jsonl line 1: 3 labels but 5 units" in capsys.readouterr().err
+    with pytest.raises(InputError, match="a.jsonl line 1: 3 labels but 5 units"):
+        run_prep(tmp_path, "--trainpref", str(tmp_path / "a"))
     write_jsonl(tmp_path / "b.jsonl", [{"units": UNITS[:2], "summary": REF}])
     (tmp_path / "b.tree").write_text("(Root (Nucleus (leaf 1)) (Satellite (leaf 2)) (Satellite (leaf 3)))\n")
-    assert run_prep(tmp_path, "--trainpref", str(tmp_path / "b")) == 2
-    err = capsys.readouterr().err
-    assert "b.tree line 1" in err and "covers units 1..3 but the document has 2 units" in err
+    with pytest.raises(InputError, match=r"b.tree line 1.*covers units 1..3 but the document has 2 units"):
+        run_prep(tmp_path, "--trainpref", str(tmp_path / "b"))
     write_jsonl(tmp_path / "c.jsonl", [{"units": UNITS, "summary": REF}])
-    assert run_prep(tmp_path, "--trainpref", str(tmp_path / "c"), "--max-units", "4") == 2
-    assert "5 units, more than --max-units 4 (pass --truncate" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match=r"5 units, more than --max-units 4 \(pass --truncate"):
+        run_prep(tmp_path, "--trainpref", str(tmp_path / "c"), "--max-units", "4")
     assert run_prep(tmp_path, "--trainpref", str(tmp_path / "c"), "--max-units", "4", "--truncate") == 0
     assert json.loads((tmp_path / "data/meta.json").read_text())["splits"]["train"]["units"] == 4
     # the task: documents longer than --max-units, labels that do not match the units

@@ -86,8 +86,8 @@ def _ok(proc, what="math_dataset.sh"):
 
 
 def _error(proc):
-    """The error message of a run that must fail cleanly: rc 1, ``error: ...``, no traceback."""
-    assert proc.returncode == 1, f"expected rc 1, got {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+    """The error message of a run that must fail cleanly: rc 2, ``error: ...``, no traceback."""
+    assert proc.returncode == 2, f"expected rc 2, got {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.startswith("error: ") or "\nerror: " in proc.stderr, proc.stderr
     return proc.stderr

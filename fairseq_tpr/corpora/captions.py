@@ -74,11 +74,7 @@ def main(argv=None):
     parser.add_argument("preprocess_args", nargs=argparse.REMAINDER, metavar="...",
                         help="extra fairseq-preprocess flags, e.g. --thresholdsrc 5")
     args = parser.parse_args(argv)
-    try:
-        build(args.raw, args.dest, args.preprocess_args)
-    except (InputError, DependencyError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+    build(args.raw, args.dest, args.preprocess_args)
     return 0
 
 

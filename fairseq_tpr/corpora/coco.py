@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from ..data.captioning import from_karpathy
-from ..errors import DependencyError, InputError
+from ..errors import InputError
 from . import captions
 
 
@@ -36,16 +36,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     for f in (args.json, args.features, args.feature_ids):
         if not Path(f).is_file():
-            print(f"error: {f}: no such file", file=sys.stderr)
-            return 1
+            raise InputError(f"{f}: no such file")
     dest = Path(args.dest)
-    try:
-        for split, (n_img, n_cap) in from_karpathy(args.json, args.features, args.feature_ids, dest / "raw").items():
-            print(f"{dest / 'raw'}/{split}: {n_img} images, {n_cap} captions")
-        captions.build(dest / "raw", dest / "bin", ["--thresholdsrc", str(args.min_count)])
-    except (InputError, DependencyError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+    for split, (n_img, n_cap) in from_karpathy(args.json, args.features, args.feature_ids, dest / "raw").items():
+        print(f"{dest / 'raw'}/{split}: {n_img} images, {n_cap} captions")
+    captions.build(dest / "raw", dest / "bin", ["--thresholdsrc", str(args.min_count)])
     return 0
 
 

@@ -417,55 +417,51 @@ def main(argv=None):
     add_common_args(parser, default_bpe="sentencepiece", default_vocab=8000)
     parser.set_defaults(truncate_source=400)
     args = parser.parse_args(argv)
-    try:
-        check_common_args(args)
-        languages = [lang.strip() for lang in args.languages.split(",") if lang.strip()]
-        if "en" not in languages:
-            raise ConfigError("--languages must include en (the English descriptions)")
-        if not (0 <= args.valid_percent and 0 <= args.test_percent and args.valid_percent + args.test_percent < 100):
-            raise ConfigError("--valid-percent and --test-percent must be >= 0 and sum to less than 100")
-        out = args.out
-        for sub in ("summarization", "en-de"):  # before fetching: refuse to overwrite without --force
-            check_out(out / sub, args.force, remove=False)
-        if args.lists_dir is not None:
-            lists, origin = args.lists_dir, {"lists_dir": str(args.lists_dir)}
-        else:
-            lists = apt_update(out / "apt", args.mirror, args.suite, args.components.split(","), languages,
-                               args.arch, args.keyring)
-            origin = {"mirror": args.mirror, "suite": args.suite, "components": args.components, "arch": args.arch}
-        found = find_lists(lists, languages)
-        release = sorted(Path(lists).glob("*InRelease"))
-        if release:
-            m = re.search(r"^Date: (.*)$", read_text(release[0]), re.M)
-            origin["release_date"] = m.group(1) if m else None
-        origin["files"] = {k: [p.name for p in v] for k, v in found.items()}
-        source_of, descriptions = read_lists(found, languages)
-        summ, pairs, counts = extract(source_of, descriptions, args)
-        if "de" not in languages or not pairs:
-            raise InputError("no en-de pairs: the lists hold no Translation-de matching Translation-en "
-                             "(pass --languages en,de and check the lists)")
-        raw_summ, raw_pairs = to_raw_splits(summ), to_raw_splits(pairs)
-        split_counts = {
-            "summarization": {s: len(raw_summ[s]) for s in SPLITS},
-            "en-de": {s: dict(Counter(x["kind"] for x in pairs if x["split"] == s)) for s in SPLITS},
-        }
-        record = {"origin": origin, "counts": dict(sorted(counts.items())), "splits": split_counts,
-                  "options": {k: getattr(args, k) for k in ("valid_percent", "test_percent", "min_source_words",
-                                                             "max_per_source", "max_shared_sources",
-                                                             "max_pair_words", "truncate_source",
-                                                             "truncate_source_subwords")}}
-        print(json.dumps(record, indent=2))
-        out.mkdir(parents=True, exist_ok=True)
-        build("debian-summarization", raw_summ, out / "summarization", args, langs=("source", "target"),
-              extra={"debian": record})
-        write_meta(summ, out / "summarization", args.max_examples)
-        args.truncate_source = args.truncate_source_subwords = None  # translation sources are never truncated
-        build("debian-en-de", raw_pairs, out / "en-de", args, langs=("en", "de"), extra={"debian": record})
-        write_meta(pairs, out / "en-de", args.max_examples)
-        (out / "corpus.json").write_text(json.dumps(record, indent=2) + "\n")
-    except (InputError, ConfigError, DependencyError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    check_common_args(args)
+    languages = [lang.strip() for lang in args.languages.split(",") if lang.strip()]
+    if "en" not in languages:
+        raise ConfigError("--languages must include en (the English descriptions)")
+    if not (0 <= args.valid_percent and 0 <= args.test_percent and args.valid_percent + args.test_percent < 100):
+        raise ConfigError("--valid-percent and --test-percent must be >= 0 and sum to less than 100")
+    out = args.out
+    for sub in ("summarization", "en-de"):  # before fetching: refuse to overwrite without --force
+        check_out(out / sub, args.force, remove=False)
+    if args.lists_dir is not None:
+        lists, origin = args.lists_dir, {"lists_dir": str(args.lists_dir)}
+    else:
+        lists = apt_update(out / "apt", args.mirror, args.suite, args.components.split(","), languages,
+                           args.arch, args.keyring)
+        origin = {"mirror": args.mirror, "suite": args.suite, "components": args.components, "arch": args.arch}
+    found = find_lists(lists, languages)
+    release = sorted(Path(lists).glob("*InRelease"))
+    if release:
+        m = re.search(r"^Date: (.*)$", read_text(release[0]), re.M)
+        origin["release_date"] = m.group(1) if m else None
+    origin["files"] = {k: [p.name for p in v] for k, v in found.items()}
+    source_of, descriptions = read_lists(found, languages)
+    summ, pairs, counts = extract(source_of, descriptions, args)
+    if "de" not in languages or not pairs:
+        raise InputError("no en-de pairs: the lists hold no Translation-de matching Translation-en "
+                         "(pass --languages en,de and check the lists)")
+    raw_summ, raw_pairs = to_raw_splits(summ), to_raw_splits(pairs)
+    split_counts = {
+        "summarization": {s: len(raw_summ[s]) for s in SPLITS},
+        "en-de": {s: dict(Counter(x["kind"] for x in pairs if x["split"] == s)) for s in SPLITS},
+    }
+    record = {"origin": origin, "counts": dict(sorted(counts.items())), "splits": split_counts,
+              "options": {k: getattr(args, k) for k in ("valid_percent", "test_percent", "min_source_words",
+                                                         "max_per_source", "max_shared_sources",
+                                                         "max_pair_words", "truncate_source",
+                                                         "truncate_source_subwords")}}
+    print(json.dumps(record, indent=2))
+    out.mkdir(parents=True, exist_ok=True)
+    build("debian-summarization", raw_summ, out / "summarization", args, langs=("source", "target"),
+          extra={"debian": record})
+    write_meta(summ, out / "summarization", args.max_examples)
+    args.truncate_source = args.truncate_source_subwords = None  # translation sources are never truncated
+    build("debian-en-de", raw_pairs, out / "en-de", args, langs=("en", "de"), extra={"debian": record})
+    write_meta(pairs, out / "en-de", args.max_examples)
+    (out / "corpus.json").write_text(json.dumps(record, indent=2) + "\n")
     return 0
 
 

@@ -328,25 +328,21 @@ def main(argv=None):
     prefs = {s: getattr(args, f"{s}pref") for s in ("train", "valid", "test") if getattr(args, f"{s}pref")}
     if not prefs:
         parser.error("give at least one of --trainpref/--validpref/--testpref")
-    try:
-        for s, p in prefs.items():  # check every input before encoding anything
-            read_split(p, args.unit_sep, args.trees_suffix)
-        encoder = (MiniLMEncoder(args.batch_size, progress=not args.no_progress) if args.encoder == "minilm"
-                    else HashEncoder(args.hash_dim))
-        meta_path = Path(args.destdir) / "meta.json"
-        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-        if meta and (meta.get("unit_dim") != encoder.dim or meta.get("encoder") != encoder.name):
-            raise ConfigError(f"{meta_path} was built with {meta.get('encoder')} ({meta.get('unit_dim')}-d); "
-                             f"use the same encoder for every split or a new --destdir")
-        meta.update({"unit_dim": encoder.dim, "encoder": encoder.name, "unit": args.unit})
-        meta.setdefault("splits", {})
-        for s, p in prefs.items():
-            meta["splits"][s] = build_split(p, s, args, encoder)
-        Path(args.destdir).mkdir(parents=True, exist_ok=True)
-        meta_path.write_text(json.dumps(meta, indent=1) + "\n")
-    except (InputError, ConfigError) as e:
-        print(f"extractive.py: error: {e}", file=sys.stderr)
-        return 2
+    for s, p in prefs.items():  # check every input before encoding anything
+        read_split(p, args.unit_sep, args.trees_suffix)
+    encoder = (MiniLMEncoder(args.batch_size, progress=not args.no_progress) if args.encoder == "minilm"
+                else HashEncoder(args.hash_dim))
+    meta_path = Path(args.destdir) / "meta.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    if meta and (meta.get("unit_dim") != encoder.dim or meta.get("encoder") != encoder.name):
+        raise ConfigError(f"{meta_path} was built with {meta.get('encoder')} ({meta.get('unit_dim')}-d); "
+                         f"use the same encoder for every split or a new --destdir")
+    meta.update({"unit_dim": encoder.dim, "encoder": encoder.name, "unit": args.unit})
+    meta.setdefault("splits", {})
+    for s, p in prefs.items():
+        meta["splits"][s] = build_split(p, s, args, encoder)
+    Path(args.destdir).mkdir(parents=True, exist_ok=True)
+    meta_path.write_text(json.dumps(meta, indent=1) + "\n")
     print(f"wrote {args.destdir} ({encoder.name}, {encoder.dim}-d units)", file=sys.stderr)
     return 0
 

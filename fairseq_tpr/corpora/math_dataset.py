@@ -706,9 +706,9 @@ def main(argv=None):
             source = {"release": str(Path(args.release).resolve())}
         files = select_files(layout, modules, where=f"the module files in {Path(args.release or out / 'raw')}/*/")
         counts = build(out, files, args.valid_per_module, args.seed, args.workers, args.force, source)
-    except ERRORS as err:
+    except ERRORS as err:  # by path there is no package error hook: report it the same way
         print(f"error: {err}", file=sys.stderr)
-        return 1
+        return 2
     except KeyboardInterrupt:
         print("interrupted; partial outputs removed", file=sys.stderr)
         return 130

@@ -20,7 +20,6 @@ dumps are read, and checked against the tag file, by :mod:`fairseq_tpr.grammar.u
 """
 import argparse
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Sequence
@@ -163,10 +162,7 @@ def main(argv=None):
     parser.add_argument("--format", default="auto", choices=["auto", "conllu", "wordtag"])
     parser.add_argument("--conllu-column", default="upos", choices=["upos", "xpos"])
     args = parser.parse_args(argv)
-    try:
-        sents = read_tagged(args.tags, args.format, args.conllu_column)
-    except InputError as e:
-        sys.exit(f"error: {e}")
+    sents = read_tagged(args.tags, args.format, args.conllu_column)
     n = write_sentences(sents, args.out)
     print(f"wrote {n} sentences, {sum(len(s.words) for s in sents)} tokens to {args.out}")
 

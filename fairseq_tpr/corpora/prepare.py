@@ -394,14 +394,10 @@ def main(argv=None):
     if hasattr(reader, "add_args"):
         reader.add_args(parser)
     args = parser.parse_args(argv)
-    try:
-        check_common_args(args)
-        raw_splits, extra = reader.read(args.raw, args)
-        build(name, raw_splits, args.out, args, langs=langs,
-              strip_bpe=getattr(reader, "STRIP_BPE", False) and args.bpe == "none", extra=extra)
-    except (InputError, ConfigError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    check_common_args(args)
+    raw_splits, extra = reader.read(args.raw, args)
+    build(name, raw_splits, args.out, args, langs=langs,
+          strip_bpe=getattr(reader, "STRIP_BPE", False) and args.bpe == "none", extra=extra)
     return 0
 
 

@@ -20,7 +20,6 @@ raw directory (counts, ids, empty captions) before binarization;
 (Karpathy splits) from one feature array (``preprocess/coco_captions.sh`` runs both).
 """
 import argparse
-import sys
 from collections import OrderedDict
 from pathlib import Path
 
@@ -234,18 +233,14 @@ def main(argv=None):
     kp.add_argument("feature_ids", help="N lines: the COCO id of each feature row")
     kp.add_argument("outdir")
     args = parser.parse_args(argv)
-    try:
-        if args.cmd == "karpathy":
-            for split, (n_img, n_cap) in from_karpathy(args.json, args.features, args.feature_ids,
-                                                       args.outdir).items():
-                print(f"{args.outdir}/{split}: {n_img} images, {n_cap} captions")
-            return
-        for split in args.splits:
-            n_img, n_cap = check_raw_split(args.dir, split)
-            print(f"{args.dir}/{split}: {n_img} images, {n_cap} captions, ok")
-    except InputError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(1)
+    if args.cmd == "karpathy":
+        for split, (n_img, n_cap) in from_karpathy(args.json, args.features, args.feature_ids,
+                                                   args.outdir).items():
+            print(f"{args.outdir}/{split}: {n_img} images, {n_cap} captions")
+        return
+    for split in args.splits:
+        n_img, n_cap = check_raw_split(args.dir, split)
+        print(f"{args.dir}/{split}: {n_img} images, {n_cap} captions, ok")
 
 
 if __name__ == "__main__":
