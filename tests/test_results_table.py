@@ -42,3 +42,29 @@ def test_translation_row_reads_sacrebleu(tmp_path):
 def test_bad_run_argument(tmp_path, capsys):
     assert results_table_main([f"x={tmp_path / 'missing'}"]) == 1
     assert "NAME=RUN_DIR" in capsys.readouterr().err
+
+
+def _math_run(path, acc, loss):
+    (path / "checkpoints").mkdir(parents=True)
+    (path / "checkpoints" / "train.log").write_text(LOG.replace("loss 7.625", f"loss {loss}"))
+    (path / "eval").mkdir()
+    report = {"summary": {"interpolate": {"accuracy": acc / 100, "modules": 1, "above_95": 0}},
+              "per_module": {"interpolate": {"numbers__place_value": {"accuracy": acc / 100}}}}
+    (path / "eval" / "math_eval.json").write_text(json.dumps(report))
+
+
+def test_seeds_give_mean_and_sample_sd_and_the_json_has_every_run(tmp_path, capsys):
+    for seed, (acc, loss) in enumerate([(40.0, 1.0), (50.0, 2.0), (60.0, 3.0)], 1):
+        _math_run(tmp_path / f"tp-s{seed}", acc, loss)
+    _math_run(tmp_path / "tf-s1", 30.0, 4.0)
+    out = tmp_path / "runs.json"
+    runs = ",".join(str(tmp_path / f"tp-s{k}") for k in (1, 2, 3))
+    assert results_table_main([f"tp={runs}", f"tf={tmp_path / 'tf-s1'}", "--json", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "interp. numbers__place_value (%)" in lines[2] and "| runs |" in lines[2]
+    # mean 50, sample sd 10 (n - 1 in the denominator); valid loss mean 2, sd 1; params equal over seeds
+    assert lines[4] == "| tp | 3 | 2,658,880 | 1,000 | 2.000 ± 1.000 | 0.500 ± 0.000 | 50.00 ± 10.00 | 50.00 ± 10.00 |"
+    assert lines[5] == "| tf | 1 | 2,658,880 | 1,000 | 4.000 | 0.500 | 30.00 | 30.00 |"
+    figures = json.loads(out.read_text())
+    assert sorted(figures) == ["tf", "tp"] and len(figures["tp"]) == 3
+    assert figures["tp"][str(tmp_path / "tp-s2")]["interpolate/numbers__place_value"] == 50.0

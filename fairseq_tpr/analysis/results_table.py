@@ -58,6 +58,45 @@ def read_bleu(run: Path):
     return float(match.group(1)) if match else None
 
 
+def read_math_eval(run: Path):
+    """``{(split, module): accuracy in %}`` and ``{(split, "mean"): ...}`` from ``fairseq-tpr-math-eval``'s
+    ``RUN/eval/math_eval.json``, or {}."""
+    path = run / "eval" / "math_eval.json"
+    if not path.exists():
+        return {}
+    report = json.loads(path.read_text())
+    out = {}
+    for split, modules in report.get("per_module", {}).items():
+        for module, r in modules.items():
+            out[(split, module)] = 100 * r["accuracy"]
+    for split, summary in report.get("summary", {}).items():
+        if summary.get("accuracy") is not None:
+            out[(split, "mean")] = 100 * summary["accuracy"]
+    return out
+
+
+def read_run(run: Path):
+    """Every figure of one run directory, flat: ``{"params", "updates", "valid_loss", "role_onehot",
+    "bleu", "rouge/ROUGE-1", ..., "interpolate/numbers__place_value", ...}`` (missing pieces absent)."""
+    figures = {k: v for k, v in read_train_log(run / "checkpoints" / "train.log").items() if v is not None}
+    for (scorer, metric), value in read_scores(run / "eval" / "scores.json").items():
+        figures[f"{scorer}/{metric}"] = value
+    for (split, module), value in read_math_eval(run).items():
+        figures[f"{split}/{module}"] = value
+    bleu = read_bleu(run)
+    if bleu is not None:
+        figures["bleu"] = bleu
+    return figures
+
+
+def mean_sd(values):
+    """(mean, sample standard deviation or None for one value, n) of a list of numbers."""
+    n = len(values)
+    mean = sum(values) / n
+    sd = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5 if n > 1 else None
+    return mean, sd, n
+
+
 def _fmt(value, digits=2):
     if value is None:
         return "-"
@@ -66,28 +105,62 @@ def _fmt(value, digits=2):
     return f"{value:.{digits}f}"
 
 
+def _cell(figures, key, digits=2):
+    """One cell over the seeds of a row: the value for one run, ``mean ± sd`` for several (runs
+    that lack the figure are left out; "-" when none has it)."""
+    values = [f[key] for f in figures if key in f]
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return _fmt(values[0], digits)
+    if key in ("params", "updates") and len(set(values)) == 1:
+        return _fmt(values[0], digits)
+    mean, sd, _ = mean_sd(values)
+    return f"{_fmt(float(mean), digits)} ± {_fmt(sd, digits)}"
+
+
 def table(title, runs):
-    rows, summarization = [], False
-    for name, run in runs:
-        log = read_train_log(run / "checkpoints" / "train.log")
-        scores = read_scores(run / "eval" / "scores.json")
-        summarization = summarization or bool(scores)
-        rows.append((name, log, scores, read_bleu(run)))
-    lines = [f"**{title}**", ""]
-    if summarization:
-        head = ["model", "params", "updates", "valid loss", "role one-hot",
-                "R-1 / R-2 / R-L (rouge-score)", "R-Lsum", "R-1 / R-2 / R-L (ROUGE-1.5.5)", "METEOR"]
+    """The Markdown table of ``runs``: ``[(name, run_dir or [run dirs of several seeds])]``.
+
+    A row of several runs shows ``mean ± sd`` (sample standard deviation over the runs) per cell and
+    its seed count; the columns follow what the runs hold: ROUGE (summarization), sacreBLEU
+    (translation) or exact-match accuracy per module and split (mathematics)."""
+    rows = []
+    for name, dirs in runs:
+        dirs = [dirs] if isinstance(dirs, (str, Path)) else list(dirs)
+        rows.append((name, [read_run(Path(d)) for d in dirs]))
+    every = [f for _, figures in rows for f in figures]
+    seeds = any(len(figures) > 1 for _, figures in rows)
+    head = ["model"] + (["runs"] if seeds else []) + ["params", "updates", "valid loss", "role one-hot"]
+    keys = [("params", 0), ("updates", 0), ("valid_loss", 3), ("role_onehot", 3)]
+    groups = []
+    if any(k.startswith("rouge") for f in every for k in f):
+        groups = [["rouge/ROUGE-1", "rouge/ROUGE-2", "rouge/ROUGE-L"], ["rouge/ROUGE-Lsum"],
+                  ["rouge-perl/ROUGE-1", "rouge-perl/ROUGE-2", "rouge-perl/ROUGE-L"], ["meteor/METEOR"]]
+        head += ["R-1 / R-2 / R-L (rouge-score)", "R-Lsum", "R-1 / R-2 / R-L (ROUGE-1.5.5)", "METEOR"]
+    elif any(k.startswith(("interpolate/", "extrapolate/")) for f in every for k in f):
+        for split in ("interpolate", "extrapolate"):
+            modules = sorted({k.split("/", 1)[1] for f in every for k in f if k.startswith(split + "/")} - {"mean"})
+            for module in modules + (["mean"] if modules else []):
+                groups.append([f"{split}/{module}"])
+                head.append(f"{split[:6]}. {module} (%)")
     else:
-        head = ["model", "params", "updates", "valid loss", "role one-hot", "sacreBLEU"]
-    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for name, log, scores, bleu in rows:
-        cells = [name, _fmt(log.get("params")), _fmt(log.get("updates")),
-                 _fmt(log.get("valid_loss"), 3), _fmt(log.get("role_onehot"), 3)]
-        if summarization:
-            triple = lambda key: " / ".join(_fmt(scores.get((key, m))) for m in ("ROUGE-1", "ROUGE-2", "ROUGE-L"))
-            cells += [triple("rouge"), _fmt(scores.get(("rouge", "ROUGE-Lsum"))), triple("rouge-perl"),
-                      _fmt(scores.get(("meteor", "METEOR")))]
-        else:
-            cells.append(_fmt(bleu))
+        groups = [["bleu"]]
+        head.append("sacreBLEU")
+    lines = [f"**{title}**", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, figures in rows:
+        cells = [name] + ([str(len(figures))] if seeds else [])
+        cells += [_cell(figures, key, digits) for key, digits in keys]
+        cells += [" / ".join(_cell(figures, key) for key in group) for group in groups]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def runs_json(runs):
+    """Every run's figures (for the committed per-run JSON of docs/results.md):
+    ``{name: {run_dir: figures}}``."""
+    out = {}
+    for name, dirs in runs:
+        dirs = [dirs] if isinstance(dirs, (str, Path)) else list(dirs)
+        out[name] = {str(d): read_run(Path(d)) for d in dirs}
+    return out
