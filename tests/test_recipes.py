@@ -206,14 +206,22 @@ def test_captioning_shapes(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # the Debian recipes
 
+# the smallest training and scoring of a summarization recipe (Debian summarization, STTR)
+SMALLEST_SUMMARIZATION = {"MAX_UPDATE": 2, "VALID_EVERY": 2, "MAX_TOKENS": 512, "METRICS": "rouge"}
+
+
+def _debian_recipe(script, run, debian, **env):
+    """``recipes/SCRIPT RUN`` on the Debian fixture (``DEBIAN_DATA``) with 2 warm-up updates and
+    ``env``; the number of test examples of its summarization corpus."""
+    _bash(f"recipes/{script}", run, env_extra={"DEBIAN_DATA": debian, "WARMUP": 2, **env})
+    return len(_lines(debian / "summarization/text/test.target"))
+
 
 @pytest.mark.slow  # a long end-to-end run: make test-slow
 def test_summarization_debian_cpu(tmp_path, debian):
     run = tmp_path / "summ"
-    _bash("recipes/summarization/debian_cpu.sh", run, env_extra={
-        "DEBIAN_DATA": debian, "MODELS": "tp_transformer", "MAX_UPDATE": 2, "VALID_EVERY": 2, "WARMUP": 2,
-        "MAX_TOKENS": 512, "METRICS": "rouge"})
-    n_test = len(_lines(debian / "summarization/text/test.target"))
+    n_test = _debian_recipe("summarization/debian_cpu.sh", run, debian, MODELS="tp_transformer",
+                            **SMALLEST_SUMMARIZATION)
     assert len(_lines(run / "tp_transformer/eval/test.hyp")) == n_test > 0
     assert "tp_transformer" in (run / "results.md").read_text()
 
@@ -221,9 +229,8 @@ def test_summarization_debian_cpu(tmp_path, debian):
 @pytest.mark.slow  # a long end-to-end run: make test-slow
 def test_translation_debian_en_de_cpu(tmp_path, debian):
     run = tmp_path / "ende"
-    _bash("recipes/translation/debian_en_de_cpu.sh", run, env_extra={
-        "DEBIAN_DATA": debian, "MODELS": "tp_transformer_d", "MAX_UPDATE": 4, "SAVE_EVERY": 2, "AVERAGE": 2,
-        "WARMUP": 2, "MAX_TOKENS": 64})
+    _debian_recipe("translation/debian_en_de_cpu.sh", run, debian, MODELS="tp_transformer_d", MAX_UPDATE=4,
+                   SAVE_EVERY=2, AVERAGE=2, MAX_TOKENS=64)
     assert "sacreBLEU" in (run / "tp_transformer_d/bleu.txt").read_text()
     assert "tp_transformer_d" in (run / "results.md").read_text()
 
@@ -231,10 +238,7 @@ def test_translation_debian_en_de_cpu(tmp_path, debian):
 @pytest.mark.slow  # a long end-to-end run: make test-slow
 def test_sttr_debian_cpu(tmp_path, debian):
     run = tmp_path / "sttr"
-    _bash("recipes/sttr/debian_cpu.sh", run, env_extra={
-        "DEBIAN_DATA": debian, "VARIANTS": "sttr", "MAX_UPDATE": 2, "VALID_EVERY": 2, "WARMUP": 2,
-        "MAX_TOKENS": 512, "METRICS": "rouge"})
-    n_test = len(_lines(debian / "summarization/text/test.target"))
+    n_test = _debian_recipe("sttr/debian_cpu.sh", run, debian, VARIANTS="sttr", **SMALLEST_SUMMARIZATION)
     for row in ("sttr", "sttr_random"):
         assert len(_lines(run / f"{row}/eval/test.hyp")) == n_test > 0
     results = (run / "results.md").read_text()
@@ -292,8 +296,8 @@ def test_sttr_lcsts(tmp_path):
     _write_lcsts(tmp_path / "raw")
     work = tmp_path / "work"
     _bash("recipes/sttr/lcsts.sh", tmp_path / "raw", work, env_extra={
-        "WORKERS": 1, "VARIANTS": "sttr", "MAX_UPDATE": 2, "VALID_EVERY": 2, "MAX_TOKENS": 512, "METRICS": "rouge",
-        "RETRIEVE_ARGS": "--top-k 1 --stopwords none", "TRAIN_ARGS": SMALL_SEQ2SEQ})
+        "WORKERS": 1, "VARIANTS": "sttr", **SMALLEST_SUMMARIZATION, "RETRIEVE_ARGS": "--top-k 1 --stopwords none",
+        "TRAIN_ARGS": SMALL_SEQ2SEQ})
     n_test = len(_lines(work / "corpus/text/test.target"))
     assert len(_lines(work / "run/sttr/eval/test.hyp")) == n_test > 0
     assert "sttr_random" in (work / "run/results.md").read_text()

@@ -45,7 +45,7 @@ if [[ -n "${TEMPLATES:-}" && ! -f "$run/data/data-bin/test.source-target.templat
 elif [[ ! -f "$run/data/data-bin/test.source-target.template.bin" ]]; then
     echo "== retrieving templates ($on/, ${RETRIEVE_ARGS:-default flags})"
     link_data "$run/data"
-    PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$python" -m fairseq_tpr.cli.retrieve_templates "$src/$on" \
+    "$python" -m fairseq_tpr.cli.retrieve_templates "$src/$on" \
         --copy-from "$src/bpe" --out "$run/data/templates" "${retrieve_args[@]}"
     bash "$ROOT/preprocess/templates.sh" "$run/data/templates" "$run/data/data-bin" source target
 fi
@@ -54,7 +54,7 @@ if [[ " $variants " == *" sttr "* && ! -f "$run/data_random/data-bin/test.source
     echo "== random test templates"
     link_data "$run/data_random"
     rm -f "$run"/data_random/data-bin/*.template.*
-    PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$python" -m fairseq_tpr.cli.retrieve_templates "$src/$on" \
+    "$python" -m fairseq_tpr.cli.retrieve_templates "$src/$on" \
         --copy-from "$src/bpe" --out "$run/data_random/templates" --splits test --random-templates --no-progress
     bash "$ROOT/preprocess/templates.sh" "$run/data_random/templates" "$run/data_random/data-bin" source target test
 fi
