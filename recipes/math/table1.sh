@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Schlag et al. Table 1 at CPU size, with seeds: the table of docs/results.md, section "Mathematics".
+#
+#   recipes/math/table1.sh RUN_DIR                          # every run, then the table
+#   ONLY="tp_transformer-s2" recipes/math/table1.sh RUN_DIR  # one run (names as below)
+#
+# Data (RUN_DIR/data, generated once with DeepMind's generator): MODULES (numbers__place_value,
+# comparison__pair, numbers__round_number, arithmetic__add_or_sub, polynomials__evaluate),
+# PER_MODULE (30000) training and PER_TEST_MODULE (500) test examples per module, with their
+# extrapolation sets where the generator has them (place_value_big, round_number_big,
+# add_or_sub_big). Models at near-equal parameters: tp_transformer_math_small (1.58M) and
+# transformer_tp_math_small with d_ff 640 (1.59M), seeds 1-3 each, MAX_UPDATE (8000) updates of
+# recipes/math/train_cpu.sh (lr 2e-3, 400 warm-up updates, --max-tokens 4096), validation and
+# a checkpoint every VALID_EVERY (500) updates; each run is decoded with beam BEAM (4) from its
+# best checkpoint by fairseq-tpr-math-eval. One thread per run (OMP_NUM_THREADS=1). Resumable: a
+# rerun continues every unfinished run from its checkpoint_last.pt and skips runs that wrote
+# RUN/NAME/done. The table (RUN_DIR/results.md, every run's figures in RUN_DIR/runs.json) and the
+# learning curves (RUN_DIR/curves.png) come at the end; a rerun with every run done only rebuilds them.
+set -euo pipefail
+if [[ $# -lt 1 ]]; then sed -n '2,19p' "$0" >&2; exit 2; fi
+run=$1
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+MODULES=${MODULES:-numbers__place_value,comparison__pair,numbers__round_number,arithmetic__add_or_sub,polynomials__evaluate}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+data="$run/data/data-bin"
+if [[ ! -f "$data/test_sets.json" ]]; then
+    bash "$ROOT/preprocess/math_dataset.sh" --generate --modules "$MODULES" --per-module "${PER_MODULE:-30000}" \
+        --per-test-module "${PER_TEST_MODULE:-500}" --valid-per-module 300 --out "$run/data" --force
+fi
+for model in transformer tp_transformer; do
+    for seed in 1 2 3; do
+        name="$model-s$seed"
+        [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] && continue
+        dir="$run/$name"
+        [[ -f "$dir/done" ]] && { echo "== $name: done already"; continue; }
+        echo "== $name: training"
+        extra=()
+        [[ "$model" == transformer ]] && extra=(--encoder-ffn-embed-dim 640 --decoder-ffn-embed-dim 640)
+        SEED=$seed MAX_UPDATE=${MAX_UPDATE:-8000} VALID_EVERY=${VALID_EVERY:-500} \
+            bash "$ROOT/recipes/math/train_cpu.sh" "$model" "$data" "$dir/checkpoints" "${extra[@]}"
+        echo "== $name: beam search on every test set"
+        fairseq-tpr-math-eval "$data" --path "$dir/checkpoints/checkpoint_best.pt" --beam "${BEAM:-4}" \
+            --batch-size 128 --max-len-b 40 --cpu --jobs 1 --out-dir "$dir/eval"
+        touch "$dir/done"
+    done
+done
+echo "== table"
+rows=() logs=() labels=()
+for model in transformer tp_transformer; do
+    dirs=""
+    for seed in 1 2 3; do
+        [[ -d "$run/$model-s$seed" ]] || continue
+        dirs+="${dirs:+,}$run/$model-s$seed"
+        logs+=("$run/$model-s$seed/checkpoints/train.log") labels+=("$model seed $seed")
+    done
+    [[ -n "$dirs" ]] && rows+=("$model=$dirs")
+done
+python -m fairseq_tpr.cli.results_table --title "Mathematics Dataset, 5 modules, CPU (exact match, beam ${BEAM:-4})" \
+    --json "$run/runs.json" "${rows[@]}" | tee "$run/results.md"
+python -m fairseq_tpr.cli.learning_curve "${logs[@]}" --labels "${labels[@]}" \
+    --title "Mathematics Dataset, 5 modules: validation" --out "$run/curves.png"

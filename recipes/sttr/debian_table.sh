@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# STTR's Table III ablation and a lambda sweep on the Debian synopsis corpus (CPU), with seeds:
+# the table of docs/results.md, section "STTR".
+#
+#   recipes/sttr/debian_table.sh RUN_DIR            # train, decode and score every row, then the table
+#   ONLY=sttr-l1-s2 recipes/sttr/debian_table.sh RUN_DIR      # one run (name as below)
+#
+# Rows (Table III flags; lambda at the authors' scale, see docs/sttr.md): transformer (3 seeds),
+# connection, attention (= lambda 0), sttr with lambda 0.1, 1 (3 seeds) and 10; the lambda-1 runs are
+# also decoded with random test templates (the paper's robustness check). Every run is resumable:
+# a rerun continues from its checkpoint_last.pt and skips runs that wrote RUN/NAME/done.
+# Data: RUN_DIR/data (symlinks to DEBIAN_DATA/summarization plus BM25 templates over its text/) and
+# RUN_DIR/data_random (random test templates); DEBIAN_DATA (runs/debian) is built by
+# preprocess/debian.sh when missing. Sizes: 2+2(+2 template) layers, d 128, 4 heads, d_ff 256,
+# dropout 0.1, sources cut to 128 subwords; Adam (0.9, 0.98, 1e-9), lr 1e-3 after 200 warm-up updates,
+# halved on a validation plateau, MAX_UPDATE (4000) updates of MAX_TOKENS (4096), validation every
+# VALID_EVERY (250). One thread per run (OMP_NUM_THREADS=1). The table (RUN_DIR/results.md, every
+# run's figures in RUN_DIR/runs.json) comes from python -m fairseq_tpr.cli.results_table at the end: a rerun
+# with every run done only rebuilds it.
+set -euo pipefail
+if [[ $# -lt 1 ]]; then sed -n '2,20p' "$0" >&2; exit 2; fi
+run=$1
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+debian=${DEBIAN_DATA:-$ROOT/runs/debian}
+[[ -f "$debian/summarization/data-bin/dict.source.txt" ]] || bash "$ROOT/preprocess/debian.sh" "$debian"
+src="$(cd "$debian/summarization" && pwd)"
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+
+link_data() {  # link_data DEST: a data-bin of symlinks to the corpus, plus spm.model and text/
+    mkdir -p "$1/data-bin"
+    for f in "$src"/data-bin/*; do ln -sf "$f" "$1/data-bin/"; done
+    ln -sfn "$src/text" "$1/text"
+    ln -sf "$src/spm.model" "$1/spm.model"
+}
+if [[ ! -f "$run/data/data-bin/test.source-target.template.bin" ]]; then
+    link_data "$run/data"
+    fairseq-tpr-retrieve-templates "$src/text" --copy-from "$src/bpe" --out "$run/data/templates" --no-progress
+    bash "$ROOT/preprocess/templates.sh" "$run/data/templates" "$run/data/data-bin" source target
+fi
+if [[ ! -f "$run/data_random/data-bin/test.source-target.template.bin" ]]; then
+    link_data "$run/data_random"
+    rm -f "$run"/data_random/data-bin/*.template.*
+    fairseq-tpr-retrieve-templates "$src/text" --copy-from "$src/bpe" --out "$run/data_random/templates" \
+        --splits test --random-templates --no-progress
+    bash "$ROOT/preprocess/templates.sh" "$run/data_random/templates" "$run/data_random/data-bin" source target test
+fi
+
+export ARCH=sttr_gigaword MAX_UPDATE=${MAX_UPDATE:-4000} VALID_EVERY=${VALID_EVERY:-250} \
+    LR=${LR:-1e-3} WARMUP=${WARMUP:-200} MAX_TOKENS=${MAX_TOKENS:-4096}
+sizes=(--encoder-layers 2 --decoder-layers 2 --encoder-embed-dim 128 --decoder-embed-dim 128
+       --encoder-ffn-embed-dim 256 --decoder-ffn-embed-dim 256 --encoder-attention-heads 4
+       --decoder-attention-heads 4 --max-source-positions 128)
+# NAME VARIANT LAMBDA SEED
+runs=(
+    "transformer-s1 transformer 0 1" "transformer-s2 transformer 0 2" "transformer-s3 transformer 0 3"
+    "sttr-l1-s1 sttr 1 1" "sttr-l1-s2 sttr 1 2" "sttr-l1-s3 sttr 1 3"
+    "connection-s1 connection 0 1" "attention-s1 attention 0 1"
+    "sttr-l0.1-s1 sttr 0.1 1" "sttr-l10-s1 sttr 10 1"
+)
+for spec in "${runs[@]}"; do
+    read -r name variant lambda seed <<< "$spec"
+    [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] && continue
+    dir="$run/$name"
+    [[ -f "$dir/done" ]] && { echo "== $name: done already"; continue; }
+    echo "== $name: training ($variant, lambda $lambda, seed $seed)"
+    LAMBDA=$lambda SEED=$seed bash "$ROOT/recipes/sttr/train.sh" "$variant" "$run/data/data-bin" "$dir/checkpoints" \
+        "${sizes[@]}"
+    echo "== $name: decoding the test set"
+    bash "$ROOT/recipes/summarization/generate.sh" debian "$run/data" "$dir/checkpoints/checkpoint_best.pt" \
+        "$dir/eval" --task template_summarization --max-source-positions 128
+    if [[ "$variant" == sttr && "$lambda" == 1 ]]; then
+        echo "== $name: decoding with random test templates"
+        bash "$ROOT/recipes/summarization/generate.sh" debian "$run/data_random" \
+            "$dir/checkpoints/checkpoint_best.pt" "$run/${name/sttr-l1/sttr-l1-random}/eval" \
+            --task template_summarization --max-source-positions 128
+    fi
+    touch "$dir/done"
+done
+echo "== table"
+seeds() { local out=""; for k in 1 2 3; do [[ -d "$run/$1-s$k" ]] && out+="${out:+,}$run/$1-s$k"; done; echo "$out"; }
+rows=()
+for row in transformer connection attention sttr-l0.1 sttr-l1 sttr-l1-random sttr-l10; do
+    dirs=$(seeds "$row")
+    [[ -n "$dirs" ]] && rows+=("$row=$dirs")
+done
+python -m fairseq_tpr.cli.results_table --title "STTR on the Debian synopsis corpus (test, ROUGE F1)" \
+    --json "$run/runs.json" "${rows[@]}" | tee "$run/results.md"
