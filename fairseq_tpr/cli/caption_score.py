@@ -22,8 +22,11 @@ import json
 import sys
 from pathlib import Path
 
-from fairseq_tpr.errors import FairseqTprError
-from fairseq_tpr.scoring.captions import METRICS, CaptionScoreError, collect, read_generate_log, read_lines, score
+from fairseq_tpr import register
+from fairseq_tpr.errors import FairseqTprError, InputError
+
+# fairseq_tpr.scoring.captions.METRICS, without importing the scorers (tests/test_cli_startup.py checks it)
+METRICS = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr")
 
 
 def main(argv=None):
@@ -50,10 +53,13 @@ def main(argv=None):
     for name in ("refs", "ref_images", "hyp_images"):
         if getattr(args, name) is None:
             parser.error(f"--{name.replace('_', '-')} is needed (or --data DIR --split S)")
+    register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are parsed
+    from fairseq_tpr.scoring.captions import collect, read_generate_log, read_lines, score
+
     try:
         for p in (args.refs, args.ref_images, args.hyp_images, args.generate_log or args.hyps):
             if not Path(p).exists():
-                raise CaptionScoreError(f"{p}: no such file")
+                raise InputError(f"{p}: no such file")
         hyps = read_generate_log(args.generate_log) if args.generate_log else read_lines(args.hyps)
         gts, res = collect(args.refs, args.ref_images, hyps, args.hyp_images)
         scores = score(gts, res, ptb_tokenize=not args.no_ptb_tokenize, metrics=args.metrics)

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fairseq_tpr.scoring.extractive import load, select, unit_scores
+from fairseq_tpr import register
 
 
 def main(argv=None):
@@ -48,6 +48,9 @@ def main(argv=None):
     k = args.k or (6 if meta.get("unit") == "edu" else 3)
     if (args.k is not None and args.k < 1) or (args.words is not None and args.words < 1):
         p.error("--k and --words must be positive")
+    register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are checked
+    from fairseq_tpr.scoring.extractive import load, select, unit_scores
+
     model, task = load(args.path, str(data))
     task.load_dataset(args.split)
     dataset = task.dataset(args.split)

@@ -27,8 +27,7 @@ import json
 import sys
 from pathlib import Path
 
-from fairseq_tpr.scoring import build_scorer
-from fairseq_tpr.scoring.extractive import group_runs, markdown_table, score_entries
+from fairseq_tpr import register
 
 
 def main(argv=None):
@@ -63,6 +62,10 @@ def main(argv=None):
             p.error(f"{f} does not exist")
     meta = json.loads((data / "meta.json").read_text())
     k = args.k or (6 if meta.get("unit") == "edu" else 3)
+    register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are checked
+    from fairseq_tpr.scoring import build_scorer
+    from fairseq_tpr.scoring.extractive import group_runs, markdown_table, score_entries
+
     texts = [json.loads(line) for line in open(data / f"{args.split}.units.jsonl", encoding="utf-8")]
     refs = [line.rstrip("\n") for line in open(data / f"{args.split}.ref.txt", encoding="utf-8")]
     scorer = build_scorer(args.metric, sentence_split=args.sentence_split)

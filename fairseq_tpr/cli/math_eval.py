@@ -24,8 +24,8 @@ import json
 import sys
 from pathlib import Path
 
-from fairseq_tpr.errors import FairseqTprError
-from fairseq_tpr.scoring.math_eval import MathEvalError, decode_all, evaluate_dir, format_markdown, load_test_sets
+from fairseq_tpr import register
+from fairseq_tpr.errors import FairseqTprError, InputError
 
 
 def parse_args(argv):
@@ -62,11 +62,14 @@ def parse_args(argv):
 def main(argv=None):
     """Console script ``fairseq-tpr-math-eval`` (see the module docstring)."""
     args = parse_args(sys.argv[1:] if argv is None else list(argv))
+    register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are parsed
+    from fairseq_tpr.scoring.math_eval import decode_all, evaluate_dir, format_markdown, load_test_sets
+
     try:
         test_sets = load_test_sets(args.data_bin)
         if args.path is not None:
             if not args.path.is_file():
-                raise MathEvalError(f"checkpoint {args.path} does not exist.")
+                raise InputError(f"checkpoint {args.path} does not exist.")
             out_dir = args.out_dir or args.path.parent / "math_eval"
             out_dir.mkdir(parents=True, exist_ok=True)
             for stale in [f"generate-{s}.txt" for s in test_sets] + ["math_eval.md", "math_eval.json"]:
@@ -78,11 +81,11 @@ def main(argv=None):
             report = evaluate_dir(args.data_bin, out_dir, test_sets, str(args.path), beam=args.beam)
         else:
             if not args.generate_dir.is_dir():
-                raise MathEvalError(f"--generate-dir {args.generate_dir} does not exist.")
+                raise InputError(f"--generate-dir {args.generate_dir} does not exist.")
             out_dir = args.out_dir or args.generate_dir
             report = evaluate_dir(args.data_bin, args.generate_dir, test_sets, str(args.generate_dir))
             out_dir.mkdir(parents=True, exist_ok=True)
-    except FairseqTprError as err:  # MathEvalError, or a generate file refused by its reader
+    except FairseqTprError as err:  # InputError (MathEvalError), or a generate file refused by its reader
         print(f"error: {err}", file=sys.stderr)
         return 1
     markdown = format_markdown(report)

@@ -29,13 +29,15 @@ import os
 import sys
 from pathlib import Path
 
-import torch
-
-from fairseq_tpr.corpora.rawio import CorpusError
+from fairseq_tpr import register
 from fairseq_tpr.errors import FairseqTprError
-from fairseq_tpr.grammar import pos_tagger as pos
-from fairseq_tpr.grammar.pos_tagger import SPLITS
-from fairseq_tpr.modules.pos_tagger import CONTEXTS, FEATURES, SCORERS
+
+# fairseq_tpr.grammar.pos_tagger.SPLITS and the choices of fairseq_tpr.modules.pos_tagger, without
+# importing torch (tests/test_cli_startup.py checks them)
+SPLITS = ("train", "valid", "test")
+FEATURES = ("unbinding", "words", "both")
+SCORERS = ("factored", "linear")
+CONTEXTS = ("blstm", "none")
 
 
 def get_parser():
@@ -79,6 +81,11 @@ def get_parser():
 def main(argv=None):
     parser = get_parser()
     args = parser.parse_args(argv)
+    register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are parsed
+    import torch
+
+    from fairseq_tpr.grammar import pos_tagger as pos
+
     torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", torch.get_num_threads()))))
     given = [s for s in SPLITS if getattr(args, f"{s}_tags")]
     for s in SPLITS:
@@ -122,7 +129,7 @@ def main(argv=None):
                 cfg, model, splits, device, words, tags, ambiguous, seed=args.seed, max_epochs=args.max_epochs,
                 patience=args.patience, batch_size=args.batch_size, lr=args.lr, clip_norm=args.clip_norm,
                 save_dir=args.save_dir, progress=not args.no_progress_bar)
-    except (CorpusError, FairseqTprError) as e:
+    except FairseqTprError as e:  # CorpusError included
         sys.exit(f"error: {e}")
 
     rows = pos.evaluate(model, splits, device, batch_size=args.batch_size)

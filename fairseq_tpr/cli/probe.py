@@ -17,8 +17,11 @@ TP-Transformer (continuous or discrete roles). Label file format: see
 import argparse
 import sys
 
-from fairseq_tpr.analysis.dump import AnalysisError
-from fairseq_tpr.analysis.layer_probe import REPRESENTATIONS, probe_checkpoint
+from fairseq_tpr import register
+from fairseq_tpr.errors import FairseqTprError
+
+# fairseq_tpr.analysis.layer_probe.REPRESENTATIONS, without importing torch (tests/test_cli_startup.py checks it)
+REPRESENTATIONS = ("role", "filler", "tpr", "layer")
 
 
 def build_parser():
@@ -55,6 +58,9 @@ def build_parser():
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
+    register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are parsed
+    from fairseq_tpr.analysis.layer_probe import probe_checkpoint
+
     try:
         probe_checkpoint(a.data, a.path, a.train_labels, a.eval_labels, side=a.side, attention=a.attention,
                          representations=a.representation, layers=a.layers, train_split=a.train_split,
@@ -62,7 +68,7 @@ def main(argv=None):
                          max_eval_examples=a.max_eval_examples, label_format=a.label_format,
                          conv_context=a.conv_context, proj=a.proj, hidden=a.hidden, epochs=a.epochs, lr=a.lr,
                          batch_size=a.batch_size, seed=a.seed, cpu=a.cpu, json_path=a.json)
-    except AnalysisError as e:
+    except FairseqTprError as e:  # AnalysisError
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
 

@@ -3,15 +3,26 @@
 The retrieval is :mod:`fairseq_tpr.corpora.template_retrieval` (its docstring is this command's
 ``--help``); ``preprocess/templates.sh`` binarizes what it writes. A bad input or flag reaches the
 user through the package's error hook (:mod:`fairseq_tpr.errors`): one ``error:`` line, exit 2.
+The retrieval needs neither torch nor fairseq, and this command imports neither.
 """
 import argparse
+import ast
 import sys
+from pathlib import Path
 
-from ..corpora import template_retrieval
+# fairseq_tpr.corpora.template_retrieval.EMPTY_QUERY_POLICIES, without importing numpy and scipy
+# for --help (tests/test_cli_startup.py checks it)
+EMPTY_QUERY_POLICIES = ("error", "skip", "fallback")
+
+
+def _retrieval_doc():
+    """The docstring of corpora/template_retrieval.py, read without importing it."""
+    source = Path(__file__).resolve().parents[1] / "corpora" / "template_retrieval.py"
+    return ast.get_docstring(ast.parse(source.read_text(encoding="utf-8")), clean=False)
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="fairseq-tpr-retrieve-templates", description=template_retrieval.__doc__,
+    p = argparse.ArgumentParser(prog="fairseq-tpr-retrieve-templates", description=_retrieval_doc(),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("raw_dir", help="directory with {split}.{source-ext} and train.{target-ext}")
     p.add_argument("--out", help="where {split}.template goes (default: RAW_DIR)")
@@ -30,7 +41,7 @@ def main(argv=None):
     p.add_argument("--max-df", type=float, default=1.0,
                    help="ignore query words found in more than this fraction of the training articles (1.0: exact "
                         "BM25; 0.05 makes a Gigaword-sized index fast, see docs/sttr.md)")
-    p.add_argument("--on-empty-query", choices=template_retrieval.EMPTY_QUERY_POLICIES, default="error",
+    p.add_argument("--on-empty-query", choices=EMPTY_QUERY_POLICIES, default="error",
                    help="what an empty source line gets: error (default: stop, naming the file and line); skip "
                         "(an empty template and id -1, outputs stay aligned; preprocess/templates.sh refuses empty "
                         "templates, so drop those lines first); fallback (a template anyway: the first usable other "
@@ -39,6 +50,8 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=0, help="retrieval processes (0 or 1: in this process)")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
+    from ..corpora import template_retrieval
+
     template_retrieval.retrieve(
         args.raw_dir, args.out, source_ext=args.source_ext, target_ext=args.target_ext,
         splits=args.splits.split(","), top_k=args.top_k, rerank=args.rerank, copy_from=args.copy_from,

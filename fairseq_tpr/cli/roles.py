@@ -20,9 +20,13 @@ are the functions of :mod:`fairseq_tpr.analysis.roles`.
 import argparse
 import sys
 
-from fairseq_tpr.analysis import roles
-from fairseq_tpr.analysis.capture import COMPONENTS
-from fairseq_tpr.analysis.dump import ROLE_COMPONENTS, AnalysisError
+from fairseq_tpr import register
+from fairseq_tpr.errors import FairseqTprError
+
+# fairseq_tpr.analysis.capture.COMPONENTS and fairseq_tpr.analysis.dump.ROLE_COMPONENTS, without
+# importing torch (tests/test_cli_startup.py checks them)
+COMPONENTS = ("role", "filler", "tpr", "role_attn", "attn", "out")
+ROLE_COMPONENTS = ("role", "filler", "tpr", "role_attn")
 
 
 def _site_args(p, attention_default="self"):
@@ -86,6 +90,8 @@ def build_parser():
 
 
 def _run(a):
+    from fairseq_tpr.analysis import roles
+
     if a.command == "dump":
         comps = [c.strip() for c in a.components.split(",") if c.strip()]
         roles.dump_roles(a.data, a.path, a.out, split=a.split, max_examples=a.max_examples, components=comps,
@@ -102,9 +108,10 @@ def _run(a):
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
+    register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are parsed
     try:
         _run(a)
-    except AnalysisError as e:
+    except FairseqTprError as e:  # AnalysisError
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
 

@@ -21,11 +21,15 @@ import logging
 import sys
 from pathlib import Path
 
-from fairseq_tpr.scoring import SCORERS, ScoringInputError, build_scorer, read_generate_log, read_plain
-from fairseq_tpr.scoring.report import markdown, run_scorers, text_notes
-from fairseq_tpr.scoring.text import DEFAULT_SENTENCE_SPLIT, SENTENCE_SPLITS
+from fairseq_tpr import register
+from fairseq_tpr.errors import InputError
 
 PROG = "fairseq-tpr-score"
+# the parser's choices, without importing the scorers (torch, fairseq); tests/test_cli_startup.py
+# checks them against fairseq_tpr.scoring.SCORERS and fairseq_tpr.scoring.text
+SCORERS = ("rouge", "rouge-perl", "meteor", "bleu")
+SENTENCE_SPLITS = ("files2rouge", "punct", "none")
+DEFAULT_SENTENCE_SPLIT = "files2rouge"
 
 
 def build_parser():
@@ -74,14 +78,18 @@ def main(argv=None):
     keys, explicit = _choose_metrics(args.metrics, args.char, parser)
     if args.expect is not None and args.expect < 1:
         parser.error("--expect must be a positive number of segments")
+    if args.generate_log is None and args.expect is not None:
+        parser.error("--expect applies to --generate-log (plain files are checked line by line)")
+    register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are parsed
+    from fairseq_tpr.scoring import build_scorer, read_generate_log, read_plain
+    from fairseq_tpr.scoring.report import markdown, run_scorers, text_notes
+
     try:
         if args.generate_log:
             data = read_generate_log(args.generate_log, args.ref, args.expect)
         else:
-            if args.expect is not None:
-                parser.error("--expect applies to --generate-log (plain files are checked line by line)")
             data = read_plain(args.hyp, args.ref)
-    except ScoringInputError as err:
+    except InputError as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         return 2
 

@@ -41,9 +41,12 @@ import logging
 import sys
 import warnings
 
-from fairseq_tpr.analysis.template_similarity import DEFAULT_BATCH_SIZE, format_markdown, run
+from fairseq_tpr import register
 
 PROG = "fairseq-tpr-template-similarity"
+# fairseq_tpr.analysis.template_similarity.DEFAULT_BATCH_SIZE, without importing torch (for --help;
+# tests/test_cli_startup.py checks it)
+DEFAULT_BATCH_SIZE = 64
 
 
 def build_parser():
@@ -65,6 +68,9 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are parsed
+    from fairseq_tpr.analysis.template_similarity import format_markdown, run
+
     logging.getLogger("fairseq").setLevel(logging.WARNING)  # dataset/model loading chatter
     warnings.filterwarnings("ignore", message=".*pin_memory.*")  # fairseq's data loader on a CPU-only machine
     # a bad input raises a FairseqTprError: the plugin's excepthook prints it as one "error:" line, exit 2

@@ -20,11 +20,8 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-import torch
-
+from fairseq_tpr import register
 from fairseq_tpr.errors import FairseqTprError
-from fairseq_tpr.grammar.unbinding import load_autoencoder, unbinding_vectors
 
 
 def main(argv=None):
@@ -47,6 +44,12 @@ def main(argv=None):
         print(f"fairseq-tpr-unbinding: error: {args.input} line {empty[0]} is empty ({len(empty)} empty lines); "
               f"one sentence per line, no blank lines", file=sys.stderr)
         sys.exit(1)
+    register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are checked
+    import numpy as np
+    import torch
+
+    from fairseq_tpr.grammar.unbinding import load_autoencoder, unbinding_vectors
+
     try:
         model, task = load_autoencoder(args.path, args.data)
     except FairseqTprError as err:

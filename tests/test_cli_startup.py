@@ -1,0 +1,156 @@
+"""Console scripts answer ``--help`` and argument errors without importing torch or fairseq, and the
+plugin still registers itself with fairseq however it is reached (``fairseq_tpr/__init__.py``).
+
+The check is which modules are loaded after parsing (deterministic), never a wall time. Each
+script runs in a fresh interpreter exactly as its console-script wrapper runs it
+(``from MODULE import FUNC; sys.exit(FUNC())``), so the test needs no reinstall after a script is
+added to ``pyproject.toml``.
+"""
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+HEAVY = ("torch", "fairseq")
+MARK = "@@loaded:"
+
+# imports its library (torch) at the top: the module is not this change's to edit
+STILL_HEAVY = {"fairseq-tpr-average-checkpoints"}
+
+_WRAPPER = """
+import sys
+sys.argv = [{name!r}] + {args!r}
+from {module} import {func}
+try:
+    status = {func}()
+except SystemExit as e:
+    status = e.code
+print({mark!r} + ",".join(m for m in {heavy!r} if m in sys.modules))
+sys.exit(status)
+"""
+
+
+def _run_script(name, args):
+    module, func = SCRIPTS[name].split(":")
+    code = _WRAPPER.format(name=name, args=list(args), module=module, func=func, mark=MARK, heavy=HEAVY)
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    out, _, loaded = r.stdout.rpartition(MARK)
+    return r.returncode, out, r.stderr, [m for m in loaded.strip().split(",") if m]
+
+
+def _heavy_param(name):
+    marks = [pytest.mark.xfail(reason="cli/average_checkpoints.py imports fairseq_tpr.checkpoint_average "
+                                      "(torch) at the top; move the import into main()", strict=False)]
+    return pytest.param(name, marks=marks if name in STILL_HEAVY else [])
+
+
+def test_every_console_script_is_covered():
+    assert len(SCRIPTS) >= 12 and all(n.startswith("fairseq-tpr-") for n in SCRIPTS)
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_help_exits_0(name):
+    status, out, err, _ = _run_script(name, ["--help"])
+    assert status == 0, err
+    assert out.startswith("usage:"), out[:200]
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_bad_argument_is_one_usage_error_line(name):
+    status, out, err, _ = _run_script(name, ["--no-such-option"])
+    assert status == 2, err
+    assert "Traceback" not in err
+    errors = [line for line in err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and errors[0].startswith(f"{name}: error: "), err
+    assert err.startswith("usage:")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--no-such-option"]], ids=["help", "bad-argument"])
+@pytest.mark.parametrize("name", [_heavy_param(n) for n in sorted(SCRIPTS)])
+def test_parsing_imports_neither_torch_nor_fairseq(name, args):
+    status, _, err, loaded = _run_script(name, args)
+    assert status in (0, 2), err
+    assert loaded == [], f"{name} {' '.join(args)} imported {loaded} before its arguments were parsed"
+
+
+def test_the_parsers_copies_match_the_library():
+    """The choices the scripts keep for their parsers (so as not to import the library first)."""
+    from fairseq_tpr.analysis import capture, dump, layer_probe
+    from fairseq_tpr.analysis import template_similarity as ts
+    from fairseq_tpr.cli import caption_score, pos_tagger, probe, retrieve_templates, roles, score, template_similarity
+    from fairseq_tpr.corpora import template_retrieval
+    from fairseq_tpr.grammar import pos_tagger as grammar_pos
+    from fairseq_tpr.modules import pos_tagger as modules_pos
+    from fairseq_tpr.scoring import SCORERS, captions, text
+
+    assert score.SCORERS == tuple(SCORERS)
+    assert (score.SENTENCE_SPLITS, score.DEFAULT_SENTENCE_SPLIT) == (text.SENTENCE_SPLITS, text.DEFAULT_SENTENCE_SPLIT)
+    assert caption_score.METRICS == captions.METRICS
+    assert probe.REPRESENTATIONS == layer_probe.REPRESENTATIONS
+    assert (roles.COMPONENTS, roles.ROLE_COMPONENTS) == (capture.COMPONENTS, dump.ROLE_COMPONENTS)
+    assert pos_tagger.SPLITS == grammar_pos.SPLITS
+    assert (pos_tagger.FEATURES, pos_tagger.SCORERS, pos_tagger.CONTEXTS) == (
+        modules_pos.FEATURES, modules_pos.SCORERS, modules_pos.CONTEXTS)
+    assert template_similarity.DEFAULT_BATCH_SIZE == ts.DEFAULT_BATCH_SIZE
+    assert retrieve_templates.EMPTY_QUERY_POLICIES == template_retrieval.EMPTY_QUERY_POLICIES
+    assert retrieve_templates._retrieval_doc() == template_retrieval.__doc__
+
+
+def _python(code):
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r
+
+
+_REGISTERED = """
+from fairseq.models import ARCH_MODEL_REGISTRY
+from fairseq.criterions import CRITERION_REGISTRY
+from fairseq.tasks import TASK_REGISTRY
+from fairseq.scoring import SCORER_REGISTRY
+from fairseq import checkpoint_utils, utils
+assert "tp_transformer_d" in ARCH_MODEL_REGISTRY and "sttr" in ARCH_MODEL_REGISTRY
+assert "label_smoothed_cross_entropy_with_roles" in CRITERION_REGISTRY and "extractive_bce" in CRITERION_REGISTRY
+assert "image_captioning" in TASK_REGISTRY and "rouge" in SCORER_REGISTRY
+assert getattr(utils.softmax, "fairseq_tpr_fixed", False)                       # fairseq_fixes.apply_all()
+assert getattr(checkpoint_utils.load_checkpoint_to_cpu, "fairseq_tpr_fixed", False)
+import argparse, torch
+assert argparse.Namespace in torch.serialization.get_safe_globals()             # checkpoint_safety
+assert getattr(sys.excepthook, "fairseq_tpr", False)                            # errors.install_excepthook()
+"""
+
+
+def test_import_is_light_and_fairseq_then_sees_the_plugin():
+    r = _python("import sys, logging; logging.basicConfig(level=logging.INFO); import fairseq_tpr\n"
+                "assert not {'torch', 'fairseq'} & set(sys.modules), 'import fairseq_tpr loaded torch or fairseq'\n"
+                "assert getattr(sys.excepthook, 'fairseq_tpr', False)\n" + _REGISTERED)
+    assert "tensorboardX" not in r.stderr
+
+
+def test_fairseq_first_registers_at_import():
+    _python("import sys, fairseq, fairseq_tpr\n" + _REGISTERED)
+
+
+@pytest.mark.parametrize("module", ["fairseq_tpr.data.captioning", "fairseq_tpr.checkpoint_safety",
+                                    "fairseq_tpr.models.sttr", "fairseq_tpr.hub"])
+def test_a_plugin_module_that_imports_fairseq_first(module):
+    """The module that makes the first ``import fairseq`` is half-made when fairseq has loaded: the
+    registration waits until it has finished (it would import it again otherwise)."""
+    _python(f"import sys, {module}\n" + _REGISTERED)
+
+
+def test_fairseq_train_user_dir_registers_the_plugin():
+    """``--user-dir`` imports the package after fairseq: it registers at once. fairseq itself imports
+    only ``models/`` and ``tasks/`` of a user dir; the criterions and ``--scoring rouge`` in the help
+    come from the package's registration."""
+    exe = Path(sys.executable).parent / "fairseq-train"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "fairseq_cli.train"]
+    r = subprocess.run(cmd + ["--help", "--user-dir", str(REPO / "fairseq_tpr"), "--arch", "tp_transformer_d_tiny",
+                              "--task", "translation"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for name in ("label_smoothed_cross_entropy_with_roles", "extractive_bce", ",rouge}"):
+        assert name in r.stdout, name
