@@ -8,6 +8,9 @@ writes, per split S, the raw captioning layout of :mod:`fairseq_tpr.data.caption
 - ``S.pos``: the same captions as ``word/TAG`` tokens with Universal Dependencies POS tags,
   known by construction from the grammar (for the POS tagger of ATPL Sec. 5);
 - ``S.scenes.jsonl``: the scene of each image (objects, sizes, colours, positions, relation);
+- ``S.mrg`` (only with ``--trees``, which draws the captions from the phrase-structure grammar of
+  :mod:`fairseq_tpr.grammar.shapes_trees` instead of the six templates): their gold
+  constituency trees, one per line, for the parser of ATPL Sec. 6;
 - ``images/S*.png``: the first few images of each split, to look at.
 
 Generated captions are checked against the scenes by :mod:`fairseq_tpr.scoring.shapes_eval`
@@ -143,8 +146,10 @@ class RandomFilterCNN:
         return np.concatenate([pooled.reshape(-1), a.max(axis=(0, 1))])
 
 
-def write_shapes_corpus(outdir, n_train=3000, n_valid=200, n_test=200, refs=4, seed=1, n_png=6):
-    """Write the corpus (module docstring) and return ``{split: (images, captions)}``."""
+def write_shapes_corpus(outdir, n_train=3000, n_valid=200, n_test=200, refs=4, seed=1, n_png=6, trees=False):
+    """Write the corpus (module docstring) and return ``{split: (images, captions)}``. With
+    ``trees`` the captions come from the phrase-structure grammar of
+    :mod:`fairseq_tpr.grammar.shapes_trees` and ``S.mrg`` holds their gold trees."""
     if not 1 <= refs <= 6:
         raise ConfigError(f"--refs {refs}: between 1 and 6 references per image (there are 6 templates)")
     rng = random.Random(seed)
@@ -155,7 +160,7 @@ def write_shapes_corpus(outdir, n_train=3000, n_valid=200, n_test=200, refs=4, s
         (outdir / "images").mkdir(exist_ok=True)
     counts, raw_feats = {}, {}
     for split, n in (("train", n_train), ("valid", n_valid), ("test", n_test)):
-        feats, ids, txt, img_ids, pos, scenes = [], [], [], [], [], []
+        feats, ids, txt, img_ids, pos, scenes, mrg = [], [], [], [], [], [], []
         for k in range(n):
             o1, o2, rel = sample_scene(rng)
             image = render([o1, o2])
@@ -172,7 +177,15 @@ def write_shapes_corpus(outdir, n_train=3000, n_valid=200, n_test=200, refs=4, s
                 import matplotlib.pyplot as plt
 
                 plt.imsave(outdir / "images" / f"{image_id}.png", image)
-            for words, tags in rng.sample(captions_for(o1, o2, rel), refs):
+            if trees:
+                from ..grammar.shapes_trees import captions_with_trees
+
+                drawn = captions_with_trees(o1, o2, rel, rng, refs)
+                mrg += [tree.to_string() for _, _, tree in drawn]
+                drawn = [(words, tags) for words, tags, _ in drawn]
+            else:
+                drawn = rng.sample(captions_for(o1, o2, rel), refs)
+            for words, tags in drawn:
                 txt.append(" ".join(words))
                 pos.append(" ".join(f"{w}/{t}" for w, t in zip(words, tags)))
                 img_ids.append(image_id)
@@ -181,6 +194,8 @@ def write_shapes_corpus(outdir, n_train=3000, n_valid=200, n_test=200, refs=4, s
         (outdir / f"{split}.txt").write_text("\n".join(txt) + "\n")
         (outdir / f"{split}.img").write_text("\n".join(img_ids) + "\n")
         (outdir / f"{split}.pos").write_text("\n".join(pos) + "\n")
+        if trees:
+            (outdir / f"{split}.mrg").write_text("\n".join(mrg) + "\n")
         (outdir / f"{split}.scenes.jsonl").write_text("\n".join(scenes) + "\n")
         counts[split] = (n, len(txt))
     mean = raw_feats["train"].mean(0)
@@ -203,8 +218,12 @@ def main(argv=None):
     parser.add_argument("--refs", type=int, default=4, help="reference captions per image (1-6)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--png", type=int, default=6, help="write the first N images of each split as PNG")
+    parser.add_argument("--trees", action="store_true",
+                        help="captions from the phrase-structure grammar of fairseq_tpr/grammar/shapes_trees.py, "
+                             "with their gold trees in {split}.mrg")
     args = parser.parse_args(argv)
-    counts = write_shapes_corpus(args.outdir, args.train, args.valid, args.test, args.refs, args.seed, args.png)
+    counts = write_shapes_corpus(args.outdir, args.train, args.valid, args.test, args.refs, args.seed, args.png,
+                                 trees=args.trees)
     print(f"shapes corpus in {args.outdir}: " + ", ".join(f"{s} {i} images / {c} captions"
                                                           for s, (i, c) in counts.items()))
 
