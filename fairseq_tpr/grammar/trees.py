@@ -186,13 +186,12 @@ def _close(label, kids, words, start, line, where, is_root) -> Tree:
             raise InputError(f"{where}:{words[1][1]}: a leaf without a tag: ({label} {shown}"
                              f"{' ...' if len(words) > 4 else ''}) has {len(words)} words; each word needs its "
                              f"own (TAG word) bracket")
-        if not label:
-            raise InputError(f"{where}:{start}: a leaf without a tag: ( {words[0][0]}) has no tag")
         return Tree(label, word=words[0][0])
     if not label and not is_root:
         raise InputError(f"{where}:{start}: a bracket without a label below the root")
     if len(kids) == 0:  # only a label: (NP)
-        raise InputError(f"{where}:{start}: ({label}) has neither children nor a word")
+        raise InputError(f"{where}:{start}: ({label}) has neither children nor a word (a leaf without a tag, "
+                         f"or a label without its word?)")
     return Tree(label, kids)
 
 
