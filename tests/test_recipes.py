@@ -167,6 +167,19 @@ def test_math_demo(tmp_path, mathgen_venv):
     assert (run / "eval/math_eval.md").is_file() and (run / "learning_curve.png").stat().st_size > 0
 
 
+@pytest.mark.slow  # a long end-to-end run: make test-slow
+def test_math_table1_one_run_and_the_table(tmp_path, mathgen_venv):
+    run = tmp_path / "table1"
+    env = {"MODULES": "numbers__place_value", "PER_MODULE": 60, "PER_TEST_MODULE": 5, "VALID_PER_MODULE": 3,
+           "MAX_UPDATE": 2, "VALID_EVERY": 2, "BEAM": 1, "ONLY": "tp_transformer-s1",
+           "FAIRSEQ_TPR_MATHGEN_VENV": mathgen_venv}
+    _bash("recipes/math/table1.sh", run, timeout=900, env_extra=env)
+    assert (run / "tp_transformer-s1/done").exists() and not (run / "transformer-s1").exists()
+    figures = json.loads((run / "runs.json").read_text())
+    assert "interpolate/numbers__place_value" in figures["tp_transformer"][str(run / "tp_transformer-s1")]
+    assert (run / "curves.png").stat().st_size > 0
+
+
 # ---------------------------------------------------------------------------------------------
 # Mathematics Dataset
 
@@ -220,19 +233,34 @@ def _debian_recipe(script, run, debian, **env):
 @pytest.mark.slow  # a long end-to-end run: make test-slow
 def test_summarization_debian_cpu(tmp_path, debian):
     run = tmp_path / "summ"
-    n_test = _debian_recipe("summarization/debian_cpu.sh", run, debian, MODELS="tp_transformer",
-                            **SMALLEST_SUMMARIZATION)
-    assert len(_lines(run / "tp_transformer/eval/test.hyp")) == n_test > 0
-    assert "tp_transformer" in (run / "results.md").read_text()
+    n_test = _debian_recipe("summarization/debian_cpu.sh", run, debian, MODELS="tp_transformer", SEEDS="1 2",
+                            ONLY="tp_transformer-s2", **SMALLEST_SUMMARIZATION)
+    assert len(_lines(run / "tp_transformer-s2/eval/test.hyp")) == n_test > 0
+    assert (run / "tp_transformer-s2/done").exists() and not (run / "tp_transformer-s1").exists()  # ONLY
+    assert "tp_transformer" in (run / "results.md").read_text() and (run / "curves.png").stat().st_size > 0
+    # a rerun skips the finished run and only rebuilds the table
+    proc = _bash("recipes/summarization/debian_cpu.sh", run, env_extra={
+        "DEBIAN_DATA": debian, "MODELS": "tp_transformer", "SEEDS": "2", **SMALLEST_SUMMARIZATION})
+    assert "tp_transformer-s2: done already" in proc.stdout
 
 
 @pytest.mark.slow  # a long end-to-end run: make test-slow
 def test_translation_debian_en_de_cpu(tmp_path, debian):
     run = tmp_path / "ende"
-    _debian_recipe("translation/debian_en_de_cpu.sh", run, debian, MODELS="tp_transformer_d", MAX_UPDATE=4,
-                   SAVE_EVERY=2, AVERAGE=2, MAX_TOKENS=64)
-    assert "sacreBLEU" in (run / "tp_transformer_d/bleu.txt").read_text()
+    _debian_recipe("translation/debian_en_de_cpu.sh", run, debian, MODELS="tp_transformer_d", SEEDS="1",
+                   MAX_UPDATE=4, SAVE_EVERY=2, AVERAGE=2, MAX_TOKENS=64)
+    assert "sacreBLEU" in (run / "tp_transformer_d-s1/bleu.txt").read_text()
     assert "tp_transformer_d" in (run / "results.md").read_text()
+
+
+@pytest.mark.slow  # a long end-to-end run: make test-slow
+def test_sttr_debian_table_one_run_and_the_table(tmp_path, debian):
+    run = tmp_path / "sttr-table"
+    n_test = _debian_recipe("sttr/debian_table.sh", run, debian, ONLY="sttr-l1-s1", **SMALLEST_SUMMARIZATION)
+    for row in ("sttr-l1-s1", "sttr-l1-random-s1"):
+        assert len(_lines(run / f"{row}/eval/test.hyp")) == n_test > 0
+    assert "sttr-l1-random" in (run / "results.md").read_text()
+    assert "sttr-l1" in json.loads((run / "runs.json").read_text())
 
 
 @pytest.mark.slow  # a long end-to-end run: make test-slow

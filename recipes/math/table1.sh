@@ -6,9 +6,9 @@
 #
 # Data (RUN_DIR/data, generated once with DeepMind's generator): MODULES (numbers__place_value,
 # comparison__pair, numbers__round_number, arithmetic__add_or_sub, polynomials__evaluate),
-# PER_MODULE (30000) training and PER_TEST_MODULE (500) test examples per module, with their
-# extrapolation sets where the generator has them (place_value_big, round_number_big,
-# add_or_sub_big). Models at near-equal parameters: tp_transformer_math_small (1.58M) and
+# PER_MODULE (30000) training (VALID_PER_MODULE, 300, of them held out) and PER_TEST_MODULE (500)
+# test examples per module, with their extrapolation sets where the generator has them
+# (place_value_big, round_number_big, add_or_sub_big). Models at near-equal parameters: tp_transformer_math_small (1.58M) and
 # transformer_tp_math_small with d_ff 640 (1.59M), seeds 1-3 each, MAX_UPDATE (8000) updates of
 # recipes/math/train_cpu.sh (lr 2e-3, 400 warm-up updates, --max-tokens 4096), validation and
 # a checkpoint every VALID_EVERY (500) updates; each run is decoded with beam BEAM (4) from its
@@ -25,7 +25,7 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 data="$run/data/data-bin"
 if [[ ! -f "$data/test_sets.json" ]]; then
     bash "$ROOT/preprocess/math_dataset.sh" --generate --modules "$MODULES" --per-module "${PER_MODULE:-30000}" \
-        --per-test-module "${PER_TEST_MODULE:-500}" --valid-per-module 300 --out "$run/data" --force
+        --per-test-module "${PER_TEST_MODULE:-500}" --valid-per-module "${VALID_PER_MODULE:-300}" --out "$run/data" --force
 fi
 for model in transformer tp_transformer; do
     for seed in 1 2 3; do

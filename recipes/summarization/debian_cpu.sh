@@ -1,34 +1,61 @@
 #!/usr/bin/env bash
-# The small-scale comparison of docs/results.md on the Debian package-description corpus (CPU):
-# transformer vs tp_transformer vs tp_transformer_d at equal updates, every test description
-# summarised (beam 5), ROUGE by rouge-score and by the official ROUGE-1.5.5 script.
+# Jiang et al. Table 2 at CPU size on the Debian package-description corpus, with seeds (the table
+# of docs/results.md, section "Summarization"): transformer vs tp_transformer vs tp_transformer_d at
+# equal updates, every test description summarised (beam 5) from the best checkpoint, ROUGE by
+# rouge-score and by the official ROUGE-1.5.5 script, the role one-hot rate from the training log.
 #
 #   recipes/summarization/debian_cpu.sh RUN_DIR
+#   ONLY="tp_transformer_d-s2" recipes/summarization/debian_cpu.sh RUN_DIR   # one run
 #
-# Builds RUN_DIR/data with preprocess/debian.sh unless it exists (DEBIAN_DATA=DIR reuses one),
-# then RUN_DIR/<model>/{checkpoints,eval}. Sources are cut to 256 subword tokens
-# (--max-source-positions 256 with --truncate-source; 95% of descriptions are shorter). SIZE=small (3+3 layers, d 128, 4 heads, d_ff 512;
-# tp_transformer_d: N_r 50, d_r 32). Adam (0.9, 0.98), lr 2e-3 after 200 warm-up updates instead of
-# the paper's Adafactor: in a few hundred CPU updates Adafactor at lr 0.01 had only reached a
-# validation loss near 9.8 (see docs/results.md). Environment: MAX_UPDATE (500), OPTIMIZER (adam), LR, WARMUP,
-# MODELS ("transformer tp_transformer tp_transformer_d"), MAX_TOKENS (4096).
+# Builds DEBIAN_DATA (RUN_DIR/data) with preprocess/debian.sh unless it exists, then
+# RUN_DIR/<model>-s<seed>/{checkpoints,eval}. Sources are cut to 256 subword tokens
+# (--max-source-positions 256 with --truncate-source; 95% of descriptions are shorter). SIZE=small
+# (3+3 layers, d 128, 4 heads, d_ff 512; tp_transformer_d: N_r 50, d_r 32). Adam (0.9, 0.98), lr 2e-3
+# after 200 warm-up updates instead of the paper's Adafactor (in a few hundred CPU updates Adafactor at
+# lr 0.01 had only reached a validation loss near 9.8, see docs/results.md). Environment: MAX_UPDATE
+# (6000), VALID_EVERY (250), OPTIMIZER (adam), LR, WARMUP, MODELS ("transformer tp_transformer
+# tp_transformer_d"), SEEDS ("1 2 3"), MAX_TOKENS (4096). One thread per run unless OMP_NUM_THREADS
+# says otherwise. Resumable: a rerun continues every unfinished run from its checkpoint_last.pt and
+# skips runs that wrote RUN/NAME/done; the table (RUN_DIR/results.md, every run's figures in
+# RUN_DIR/runs.json) and the curves (RUN_DIR/curves.png) are rebuilt at the end.
 set -euo pipefail
-if [[ $# -lt 1 ]]; then sed -n '2,11p' "$0" >&2; exit 2; fi
+if [[ $# -lt 1 ]]; then sed -n '2,21p' "$0" >&2; exit 2; fi
 run=$1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 data=${DEBIAN_DATA:-$run/data}
 if [[ ! -f "$data/summarization/data-bin/dict.source.txt" ]]; then
     bash "$ROOT/preprocess/debian.sh" "$data"
 fi
-export SIZE=small MAX_UPDATE=${MAX_UPDATE:-500} VALID_EVERY=${VALID_EVERY:-250} OPTIMIZER=${OPTIMIZER:-adam} \
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+export SIZE=small MAX_UPDATE=${MAX_UPDATE:-6000} VALID_EVERY=${VALID_EVERY:-250} OPTIMIZER=${OPTIMIZER:-adam} \
     LR=${LR:-2e-3} WARMUP=${WARMUP:-200}
-for model in ${MODELS:-transformer tp_transformer tp_transformer_d}; do
-    echo "== $model: training $MAX_UPDATE updates"
-    bash "$ROOT/recipes/summarization/train.sh" "$model" "$data/summarization/data-bin" "$run/$model/checkpoints" \
-        --max-source-positions 256
-    echo "== $model: decoding the test set"
-    bash "$ROOT/recipes/summarization/generate.sh" debian "$data/summarization" \
-        "$run/$model/checkpoints/checkpoint_last.pt" "$run/$model/eval" --max-source-positions 256
+models=${MODELS:-transformer tp_transformer tp_transformer_d}
+seeds=${SEEDS:-1 2 3}
+for model in $models; do
+    for seed in $seeds; do
+        name="$model-s$seed" dir="$run/$model-s$seed"
+        [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] && continue
+        [[ -f "$dir/done" ]] && { echo "== $name: done already"; continue; }
+        echo "== $name: training $MAX_UPDATE updates"
+        SEED=$seed bash "$ROOT/recipes/summarization/train.sh" "$model" "$data/summarization/data-bin" \
+            "$dir/checkpoints" --max-source-positions 256
+        echo "== $name: decoding the test set"
+        bash "$ROOT/recipes/summarization/generate.sh" debian "$data/summarization" \
+            "$dir/checkpoints/checkpoint_best.pt" "$dir/eval" --max-source-positions 256
+        touch "$dir/done"
+    done
 done
-python -m fairseq_tpr.cli.results_table --title "Debian synopsis generation (test)" \
-    $(for m in ${MODELS:-transformer tp_transformer tp_transformer_d}; do echo "$m=$run/$m"; done) | tee "$run/results.md"
+rows=() logs=() labels=()
+for model in $models; do
+    dirs=""
+    for seed in $seeds; do
+        [[ -d "$run/$model-s$seed" ]] || continue
+        dirs+="${dirs:+,}$run/$model-s$seed"
+        logs+=("$run/$model-s$seed/checkpoints/train.log") labels+=("$model seed $seed")
+    done
+    [[ -n "$dirs" ]] && rows+=("$model=$dirs")
+done
+python -m fairseq_tpr.cli.results_table --title "Debian synopsis generation (test)" --json "$run/runs.json" \
+    "${rows[@]}" | tee "$run/results.md"
+python -m fairseq_tpr.cli.learning_curve "${logs[@]}" --labels "${labels[@]}" \
+    --title "Debian synopsis generation: validation" --out "$run/curves.png"

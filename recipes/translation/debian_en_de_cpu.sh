@@ -1,24 +1,51 @@
 #!/usr/bin/env bash
-# The small-scale en-de comparison of docs/results.md on the Debian DDTP translations (CPU):
-# recipes/translation/wmt14_en_de.sh at SIZE=small for each model, equal updates, sacreBLEU.
+# Translation at CPU size on the Debian DDTP en-de translations, with seeds (the table of
+# docs/results.md, section "Translation"): recipes/translation/wmt14_en_de.sh at SIZE=small for each
+# model and seed, equal updates, sacreBLEU on the average of the last AVERAGE interval checkpoints.
 #
 #   recipes/translation/debian_en_de_cpu.sh RUN_DIR
+#   ONLY="tp_transformer-s2" recipes/translation/debian_en_de_cpu.sh RUN_DIR   # one run
 #
-# Builds RUN_DIR/data with preprocess/debian.sh unless it exists (DEBIAN_DATA=DIR reuses one).
-# Environment: MAX_UPDATE (400), MODELS ("transformer tp_transformer tp_transformer_d"),
-# UPDATE_FREQ (1), SAVE_EVERY (100: the last 4 interval checkpoints are averaged), LR (2e-3, after
-# WARMUP 200 updates; the WMT recipe's 5e-4 with 4000 warm-up updates is for 500k-update runs).
+# Builds DEBIAN_DATA (RUN_DIR/data) with preprocess/debian.sh unless it exists. Environment:
+# MAX_UPDATE (6000), MODELS ("transformer tp_transformer tp_transformer_d"), SEEDS ("1 2 3"),
+# UPDATE_FREQ (1), SAVE_EVERY (250: validation and an interval checkpoint; the last AVERAGE (4) are
+# averaged), LR (2e-3, after WARMUP 200 updates; the WMT recipe's 5e-4 with 4000 warm-up updates is
+# for 500k-update runs), dropout 0.1. One thread per run unless OMP_NUM_THREADS says otherwise.
+# Resumable: a rerun continues every unfinished run and skips runs that wrote RUN/NAME/done; the
+# table (RUN_DIR/results.md, every run's figures in RUN_DIR/runs.json) and the curves
+# (RUN_DIR/curves.png) are rebuilt at the end.
 set -euo pipefail
-if [[ $# -lt 1 ]]; then sed -n '2,9p' "$0" >&2; exit 2; fi
+if [[ $# -lt 1 ]]; then sed -n '2,16p' "$0" >&2; exit 2; fi
 run=$1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 data=${DEBIAN_DATA:-$run/data}
 [[ -f "$data/en-de/data-bin/dict.en.txt" ]] || bash "$ROOT/preprocess/debian.sh" "$data"
-export SIZE=small MAX_UPDATE=${MAX_UPDATE:-400} UPDATE_FREQ=${UPDATE_FREQ:-1} SAVE_EVERY=${SAVE_EVERY:-100} \
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+export SIZE=small MAX_UPDATE=${MAX_UPDATE:-6000} UPDATE_FREQ=${UPDATE_FREQ:-1} SAVE_EVERY=${SAVE_EVERY:-250} \
     AVERAGE=${AVERAGE:-4} LR=${LR:-2e-3} WARMUP=${WARMUP:-200}
-for model in ${MODELS:-transformer tp_transformer tp_transformer_d}; do
-    echo "== $model: training $MAX_UPDATE updates"
-    bash "$ROOT/recipes/translation/wmt14_en_de.sh" "$model" "$data/en-de" "$run/$model" --dropout 0.1
+models=${MODELS:-transformer tp_transformer tp_transformer_d}
+seeds=${SEEDS:-1 2 3}
+for model in $models; do
+    for seed in $seeds; do
+        name="$model-s$seed" dir="$run/$model-s$seed"
+        [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] && continue
+        [[ -f "$dir/done" ]] && { echo "== $name: done already"; continue; }
+        echo "== $name: training $MAX_UPDATE updates"
+        SEED=$seed bash "$ROOT/recipes/translation/wmt14_en_de.sh" "$model" "$data/en-de" "$dir" --dropout 0.1
+        touch "$dir/done"
+    done
 done
-python -m fairseq_tpr.cli.results_table --title "Debian en-de (DDTP, test)" \
-    $(for m in ${MODELS:-transformer tp_transformer tp_transformer_d}; do echo "$m=$run/$m"; done) | tee "$run/results.md"
+rows=() logs=() labels=()
+for model in $models; do
+    dirs=""
+    for seed in $seeds; do
+        [[ -d "$run/$model-s$seed" ]] || continue
+        dirs+="${dirs:+,}$run/$model-s$seed"
+        logs+=("$run/$model-s$seed/checkpoints/train.log") labels+=("$model seed $seed")
+    done
+    [[ -n "$dirs" ]] && rows+=("$model=$dirs")
+done
+python -m fairseq_tpr.cli.results_table --title "Debian en-de (DDTP, test)" --json "$run/runs.json" \
+    "${rows[@]}" | tee "$run/results.md"
+python -m fairseq_tpr.cli.learning_curve "${logs[@]}" --labels "${labels[@]}" \
+    --title "Debian en-de: validation" --out "$run/curves.png"
