@@ -40,3 +40,16 @@ def test_log_without_validation_is_a_clear_error(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([str(log), "--out", str(tmp_path / "x.png")])
     assert "no \"valid on 'valid' subset\" lines" in capsys.readouterr().err
+
+
+def test_role_onehot_gets_its_own_panel(tmp_path):
+    from fairseq_tpr.analysis.learning_curve import PANELS, plot_curves
+
+    rows = parse_valid_lines(LOG.replace("| accuracy 61.387", "| role_onehot 0.2").replace(
+        "| accuracy 64.452", "| role_onehot 0.5"))
+    assert [r.get("role_onehot") for r in rows] == [0.2, 0.5]
+    png = plot_curves({"a": rows}, tmp_path / "roles.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p[0] for p in PANELS] == ["loss", "accuracy", "role_onehot"]
+    # two panels (loss, role one-hot; no accuracy logged), 5 inches each at 110 dpi
+    assert int.from_bytes(png[16:20], "big") == 2 * 5 * 110

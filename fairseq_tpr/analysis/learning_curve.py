@@ -28,8 +28,16 @@ def parse_valid_lines(text: str, subset: str = "valid") -> List[Dict[str, float]
     return [rows[k] for k in sorted(rows)]
 
 
+PANELS = (
+    ("loss", "validation loss (base 2)", "validation loss"),
+    ("accuracy", "token accuracy (%)", "validation token accuracy"),
+    ("role_onehot", "share of role distributions with max > 0.98", "role one-hot rate"),
+)
+
+
 def plot_curves(runs: Dict[str, List[Dict[str, float]]], out: Path, title: str = "") -> Path:
-    """Write the PNG; ``runs`` maps a label to its parsed validation rows."""
+    """Write the PNG; ``runs`` maps a label to its parsed validation rows. One panel per metric
+    of :data:`PANELS` that some run logs (the loss always)."""
     import logging
 
     logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq's import leaves the root logger verbose
@@ -38,17 +46,16 @@ def plot_curves(runs: Dict[str, List[Dict[str, float]]], out: Path, title: str =
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    has_acc = any("accuracy" in r for rows in runs.values() for r in rows)
-    fig, axes = plt.subplots(1, 2 if has_acc else 1, figsize=(10 if has_acc else 5, 3.6), squeeze=False)
-    for label, rows in runs.items():
-        ups = [r["num_updates"] for r in rows]
-        axes[0][0].plot(ups, [r["loss"] for r in rows], marker=".", label=label)
-        if has_acc:
-            acc = [(r["num_updates"], r["accuracy"]) for r in rows if "accuracy" in r]
-            axes[0][1].plot([a for a, _ in acc], [b for _, b in acc], marker=".", label=label)
-    axes[0][0].set(xlabel="updates", ylabel="validation loss (base 2)", title="validation loss")
-    if has_acc:
-        axes[0][1].set(xlabel="updates", ylabel="token accuracy (%)", title="validation token accuracy")
+    # one panel per metric that some run logs: loss always, token accuracy (--report-accuracy) and the
+    # role one-hot rate (label_smoothed_cross_entropy_with_roles with discrete roles)
+    panels = [(key, ylabel, panel_title) for key, ylabel, panel_title in PANELS
+              if key == "loss" or any(key in r for rows in runs.values() for r in rows)]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.6), squeeze=False)
+    for ax, (key, ylabel, panel_title) in zip(axes[0], panels):
+        for label, rows in runs.items():
+            points = [(r["num_updates"], r[key]) for r in rows if key in r]
+            ax.plot([u for u, _ in points], [v for _, v in points], marker=".", label=label)
+        ax.set(xlabel="updates", ylabel=ylabel, title=panel_title)
     for ax in axes[0]:
         ax.grid(alpha=0.3)
         ax.legend()
