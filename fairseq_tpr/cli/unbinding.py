@@ -7,7 +7,7 @@
 teacher-forced through the autoencoder (encoder reads the sentence, the ATPL decoder rebuilds
 it) and the vector ``u_t`` with which the decoder unbinds token t is kept: one vector per
 whitespace token, the end-of-sentence step dropped. A token missing from the dictionary is
-read as ``<unk>`` (counted on stderr). ``U.npz`` holds
+read as ``<unk>`` (counted in the summary line printed on stdout). ``U.npz`` holds
 
 - ``vectors``  float32, total_tokens x d (d = the model's --tpr-dim);
 - ``offsets``  int64, n_sentences + 1: sentence i is ``vectors[offsets[i]:offsets[i+1]]``;
