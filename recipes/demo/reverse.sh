@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Quick demo (`make demo`, 2-3 minutes on 2 CPU cores): a discrete-role TP-Transformer
-# (--arch tp_transformer_d_tiny, Jiang et al. 2021) learns to reverse letter sequences.
+# Quick demo (`make demo-quick`, about a minute on 2 CPU cores: 55-62 s measured with other jobs on
+# them; at most about 2 minutes, training stops after 400 updates or 1.5 minutes): a discrete-role
+# TP-Transformer (--arch tp_transformer_d_tiny, Jiang et al. 2021) learns to reverse letter sequences.
 #
 #   1. write the synthetic reversal task   (python -m fairseq_tpr.corpora.synthetic)
 #   2. binarize it with one joined dictionary (fairseq-preprocess --joined-dictionary)
 #   3. train about a minute on CPU with the role criterion (logs role_onehot)
 #   4. beam-search the test split, score exact-match accuracy and BLEU
 #
-# Needs the venv's console scripts on PATH (`make demo` does that). Rerunning starts over:
+# Needs the venv's console scripts on PATH (`make demo-quick` does that). Rerunning starts over:
 # the run directory is deleted first. Settings can be changed from the environment:
 #   RUN_DIR (runs/demo), N_TRAIN (4000), N_TEST (250), MAX_UPDATE (400),
 #   MAX_MINUTES (1.5, a cap on training time for slow machines), OMP_NUM_THREADS (1)
@@ -28,7 +29,7 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
 for tool in python fairseq-preprocess fairseq-train fairseq-generate; do
     if ! command -v "$tool" >/dev/null; then
-        echo "error: $tool is not on PATH. Run 'make demo', or put the venv first: PATH=\$PWD/.venv/bin:\$PATH" >&2
+        echo "error: $tool is not on PATH. Run 'make demo-quick', or put the venv first: PATH=\$PWD/.venv/bin:\$PATH" >&2
         exit 1
     fi
 done
