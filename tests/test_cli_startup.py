@@ -35,7 +35,7 @@ sys.exit(status)
 
 
 def _run_script(name, args):
-    module, func = SCRIPTS[name].split(":")
+    module, func = SCRIPTS[name].split(":") if name in SCRIPTS else (name, "main")
     code = _WRAPPER.format(name=name, args=list(args), module=module, func=func, mark=MARK, heavy=HEAVY)
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     out, _, loaded = r.stdout.rpartition(MARK)
@@ -76,6 +76,18 @@ def test_parsing_imports_neither_torch_nor_fairseq(name, args):
     status, _, err, loaded = _run_script(name, args)
     assert status in (0, 2), err
     assert loaded == [], f"{name} {' '.join(args)} imported {loaded} before its arguments were parsed"
+
+
+# the modules of cli/ that are run as ``python -m fairseq_tpr.cli.NAME`` (no console script)
+PYTHON_M = sorted({f"fairseq_tpr.cli.{p.stem}" for p in (REPO / "fairseq_tpr" / "cli").glob("*.py")
+                   if p.stem != "__init__"} - {target.split(":")[0] for target in SCRIPTS.values()})
+
+
+@pytest.mark.parametrize("module", PYTHON_M)
+def test_python_m_commands_parse_without_torch_or_fairseq(module):
+    status, out, err, loaded = _run_script(module, ["--help"])
+    assert status == 0 and out.startswith("usage:"), err
+    assert loaded == [], f"python -m {module} --help imported {loaded}"
 
 
 def test_the_parsers_copies_match_the_library():

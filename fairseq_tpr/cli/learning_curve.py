@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from fairseq_tpr.analysis.learning_curve import parse_valid_lines, plot_curves
+from fairseq_tpr import register
 
 
 def main(argv=None):
@@ -25,6 +25,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.labels and len(args.labels) != len(args.logs):
         parser.error(f"{len(args.logs)} logs but {len(args.labels)} labels")
+    register()  # torch, fairseq and the plugin (the analysis package imports them), after the arguments are parsed
+    from fairseq_tpr.analysis.learning_curve import parse_valid_lines, plot_curves
+
     runs = {}
     for i, log in enumerate(args.logs):
         if not log.is_file():

@@ -20,7 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-from fairseq_tpr.analysis.results_table import runs_json, table
+from fairseq_tpr import register
 
 
 def main(argv=None):
@@ -37,6 +37,9 @@ def main(argv=None):
             print(f"error: '{item}' is not NAME=RUN_DIR[,RUN_DIR...] with existing directories", file=sys.stderr)
             return 1
         runs.append((name, dirs))
+    register()  # torch, fairseq and the plugin (the analysis package imports them), after the arguments are checked
+    from fairseq_tpr.analysis.results_table import runs_json, table
+
     print(table(args.title, runs))
     if args.json:
         Path(args.json).write_text(json.dumps(runs_json(runs), indent=1) + "\n")
