@@ -295,7 +295,7 @@ def test_bad_bytes_named_by_file_and_line(tmp_path, capsys):
     write_pairs(raw, ("train", "valid", "test"), ("src", "tgt"), (3, 2, 2))
     (raw / "valid.tgt").write_bytes("ok\ncaf\xe9 au lait\n".encode("latin-1"))
     err = err_of(capsys, "gigaword", raw, tmp_path / "out")
-    assert "valid.tgt: line 2, byte column 4: not UTF-8 (bytes e9)" in err and "iconv" in err
+    assert "valid.tgt: line 2, byte column 4 (byte 6 of the file): not UTF-8 (bytes e9)" in err and "iconv" in err
 
 
 def test_unknown_layouts_say_what_was_expected(tmp_path, capsys):

@@ -443,7 +443,7 @@ def test_error_undecodable_bytes(tmp_path, capsys):
     hyp, ref = tmp_path / "h.txt", _write(tmp_path / "r.txt", ["a", "b"])
     hyp.write_bytes(b"fine\ncaf\xe9\n")
     err = _error(["--hyp", hyp, "--ref", ref], capsys)
-    assert "not valid UTF-8" in err and "line 2" in err
+    assert "not UTF-8" in err and "line 2, byte column 4 (byte 8 of the file)" in err and "bytes e9" in err
 
 
 def test_error_generate_log_without_targets(tmp_path, capsys):

@@ -8,14 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, List
 
-from ..errors import FairseqTprError, InputError
+from ..data import textio
+from ..errors import InputError
 
 SPLITS = ("train", "valid", "test")
-
-
-# the old name, still caught by cli/pos_tagger.py (and the committed cli/retrieve_templates.py)
-# around corpus code that raises InputError and ConfigError
-CorpusError = FairseqTprError
 
 
 def require_dir(path, what="raw data directory"):
@@ -34,54 +30,22 @@ def require_files(paths, layout):
         raise InputError(f"{layout}: missing file(s): {', '.join(missing)}")
 
 
-def _decode(data, path):
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        bad = data[e.start:e.end].hex(" ")
-        raise InputError(
-            f"{path}: line {line}, byte column {column}: not UTF-8 (bytes {bad}); "
-            f"convert the file first, e.g. iconv -f <encoding> -t utf-8"
-        ) from None
-
-
 def read_text(path):
-    """The whole file as ``str`` (strict UTF-8, a BOM dropped); errors name file, line and column."""
+    """The whole file as ``str`` (strict UTF-8, a BOM dropped); errors name file, line and byte
+    (:mod:`fairseq_tpr.data.textio`)."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"missing file: {path}")
-    text = _decode(path.read_bytes(), path)
+    text = textio.decode(path.read_bytes(), path)
     return text[1:] if text.startswith("\ufeff") else text
 
 
 def read_lines(path):
     """Lines split on ``\n`` only (``str.splitlines`` would also split on U+2028, U+001C, ...,
     which breaks the line alignment of parallel files); a trailing ``\r`` and a leading BOM are
-    dropped. Read line by line, so a multi-gigabyte file is never held twice."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"missing file: {path}")
-    lines = []
-    with open(path, "rb") as f:
-        for n, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                bad = raw[e.start:e.end].hex(" ")
-                raise InputError(
-                    f"{path}: line {n}, byte column {e.start + 1}: not UTF-8 (bytes {bad}); "
-                    f"convert the file first, e.g. iconv -f <encoding> -t utf-8"
-                ) from None
-            if line.endswith("\n"):
-                line = line[:-1]
-            if line.endswith("\r"):
-                line = line[:-1]
-            if n == 1 and line.startswith("\ufeff"):
-                line = line[1:]
-            lines.append(line)
-    return lines
+    dropped. Read line by line, so a multi-gigabyte file is never held twice. Bytes that are not
+    UTF-8 are an error naming file, line and byte (:func:`fairseq_tpr.data.textio.read_lines`)."""
+    return textio.read_lines(path)
 
 
 def normalise(text):

@@ -11,17 +11,16 @@ from collections import defaultdict
 from importlib.util import find_spec
 
 from ..errors import DependencyError, InputError
+from . import inputs
 from .generate_log import parse_generate_log
 
 METRICS = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr")
 
-CaptionScoreError = InputError  # the old name, still imported by cli/caption_score.py
 
-
-def read_lines(path):
-    """The lines of a UTF-8 text file (captions, image ids), without their newline."""
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
+def read_lines(path, what="caption"):
+    """The lines of a UTF-8 text file (captions, image ids), without their newline; a missing file
+    or bytes that are not UTF-8 are an :class:`InputError` naming the file, line and byte."""
+    return inputs.read_lines(path, what)
 
 
 def read_generate_log(path):

@@ -7,6 +7,7 @@ counts or the line, and what to do, raised before any scorer runs.
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..data import textio
 from ..errors import InputError
 from .text import remove_fairseq_unk
 
@@ -26,27 +27,16 @@ class ScoringInput:
 
 
 def read_lines(path, what):
-    """The lines of a UTF-8 text file, split on ``\\n`` only (``\\r`` before it is dropped; other
-    Unicode line breaks stay inside their line, as fairseq reads them)."""
+    """The lines of a UTF-8 text file, split on ``\\n`` only (``\\r`` before it and a leading BOM
+    are dropped; other Unicode line breaks stay inside their line, as fairseq reads them). Bytes
+    that are not UTF-8 are an :class:`InputError` naming the file, the line and the byte
+    (:func:`fairseq_tpr.data.textio.read_lines`)."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"{what} file {path} does not exist")
     if not path.is_file():
         raise InputError(f"{what} path {path} is not a file")
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line_no = data[: err.start].count(b"\n") + 1
-        raise InputError(
-            f"{what} file {path} is not valid UTF-8: byte {data[err.start]:#04x} on line {line_no} "
-            f"({err.reason}); convert it, e.g. iconv -f latin1 -t utf-8") from None
-    if text == "":
-        return []
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+    return textio.read_lines(path, what)
 
 
 def drop_unk(hyps, notes, what):
