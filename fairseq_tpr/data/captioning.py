@@ -29,24 +29,35 @@ from fairseq.data import data_utils
 
 from ..errors import InputError
 from .length_sorted_dataset import LengthSortedDataset
+from .textio import decode, read_lines
 
 
-def read_lines(path):
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
+def open_features(path):
+    """The N x D feature array at ``path``, memory-mapped; an :class:`InputError` naming the file
+    when it is not a readable ``.npy`` file of a 2-d array of real numbers."""
+    try:
+        feats = np.load(path, mmap_mode="r")
+    except (ValueError, OSError, EOFError) as e:  # not .npy, truncated, pickled objects
+        raise InputError(f"{path} is not a readable NumPy .npy array ({e}): write the image features "
+                         f"with numpy.save (float32, N images x D features)") from None
+    if feats.ndim != 2:
+        raise InputError(f"{path} has shape {feats.shape}; expected a 2-d array N images x D features")
+    if feats.dtype.kind not in "fiu":
+        raise InputError(f"{path} holds {feats.dtype} values; image features are numbers (float32)")
+    return feats
 
 
 def load_features(data_dir, split):
-    """``(features N x D memmap, [image ids], {image id: row})`` of ``split``, checked."""
+    """``(features N x D memmap, [image ids], {image id: row})`` of ``split``, checked: both files
+    exist, the array is a 2-d numeric ``.npy`` (:func:`open_features`), ``S.feat.ids`` is UTF-8
+    and has one non-empty, unique id per feature row."""
     data_dir = Path(data_dir)
     feat_path, ids_path = data_dir / f"{split}.feat.npy", data_dir / f"{split}.feat.ids"
     for p in (feat_path, ids_path):
         if not p.exists():
             raise InputError(f"{p} is missing: a captioning split needs {split}.feat.npy (N x D float "
                              f"image features) and {split}.feat.ids (the image id of each row)")
-    feats = np.load(feat_path, mmap_mode="r")
-    if feats.ndim != 2:
-        raise InputError(f"{feat_path} has shape {feats.shape}; expected a 2-d array N images x D features")
+    feats = open_features(feat_path)
     ids = [i.strip() for i in read_lines(ids_path)]
     if len(ids) != feats.shape[0]:
         raise InputError(f"{feat_path} has {feats.shape[0]} rows but {ids_path} lists {len(ids)} image ids: "
@@ -62,12 +73,13 @@ def load_features(data_dir, split):
 
 
 def feature_dim(data_dir, splits):
-    """The feature size D of the first of ``splits`` present in ``data_dir`` (None if none is)."""
+    """``(D, path)``: the feature size of the first of ``splits`` whose ``S.feat.npy`` is in
+    ``data_dir``, and that file; ``(None, None)`` if there is none."""
     for split in splits:
         p = Path(data_dir) / f"{split}.feat.npy"
         if p.exists():
-            return int(np.load(p, mmap_mode="r").shape[1])
-    return None
+            return int(open_features(p).shape[1]), p
+    return None, None
 
 
 def caption_rows(data_dir, split, id2row, n_captions=None):
@@ -182,12 +194,15 @@ def from_karpathy(karpathy_json, features, feature_ids, outdir):
 
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    data = json.loads(Path(karpathy_json).read_text(encoding="utf-8"))
-    if "images" not in data:
+    try:
+        data = json.loads(decode(Path(karpathy_json).read_bytes(), karpathy_json))
+    except json.JSONDecodeError as e:
+        raise InputError(f"{karpathy_json}: not JSON ({e}): is it Karpathy's dataset_coco.json?") from None
+    if not isinstance(data, dict) or "images" not in data:
         raise InputError(f"{karpathy_json} has no 'images' list: is it Karpathy's dataset_coco.json?")
-    feats = np.load(features, mmap_mode="r")
+    feats = open_features(features)
     fids = [i.strip() for i in read_lines(feature_ids)]
-    if feats.ndim != 2 or feats.shape[0] != len(fids):
+    if feats.shape[0] != len(fids):
         raise InputError(f"{features} has shape {feats.shape} but {feature_ids} lists {len(fids)} ids: "
                          f"one id per feature row")
     id2row = {i: n for n, i in enumerate(fids)}
