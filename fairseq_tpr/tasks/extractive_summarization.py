@@ -5,6 +5,12 @@ Data directory: see :mod:`fairseq_tpr.data.extractive_dataset` (built by ``prepr
 Documents are batched by unit count (``--max-tokens`` counts units); every document must have at
 most ``--max-units`` units (checked at load, with a message that says how to fix it); the model's
 random/dense attention is sized by the same number.
+
+Loading a split (``fairseq-train``, ``fairseq-tpr-extract``) checks its files with
+:func:`~fairseq_tpr.data.extractive_dataset.load_split`: a missing file (``S.tree.npy``
+included: there is no default tree), arrays that do not fit each other or ``meta.json``'s
+``unit_dim``, and every node of every tree are an :class:`~fairseq_tpr.errors.InputError` naming
+the split, the document and the node.
 """
 from dataclasses import dataclass, field
 
@@ -12,6 +18,7 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
 
 from ..data.extractive_dataset import ExtractiveDataset, load_split, read_meta
+from ..errors import InputError
 
 
 @dataclass
@@ -37,7 +44,7 @@ class ExtractiveSummarizationTask(FairseqTask):
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         arrays = load_split(self.cfg.data, split, max_units=self.cfg.max_units)
         if arrays["units"].shape[1] != self.unit_dim:
-            raise ValueError(f"{self.cfg.data}/{split}.units.npy has {arrays['units'].shape[1]}-d embeddings but "
+            raise InputError(f"{self.cfg.data}/{split}.units.npy has {arrays['units'].shape[1]}-d embeddings but "
                              f"meta.json says {self.unit_dim}: encode every split with the same encoder")
         self.datasets[split] = ExtractiveDataset(arrays, shuffle=split.startswith("train"))
 
