@@ -30,7 +30,8 @@ import torch.nn.functional as F
 from fairseq import utils
 from fairseq.models import FairseqEncoderDecoderModel, register_model, register_model_architecture
 
-from ..modules.atpl_cell import ATPLCell, hadamard_matrix
+from ..errors import ConfigError
+from ..modules.atpl_cell import ATPLCell
 from .captioning_base import (
     DEFAULT_MAX_TARGET_POSITIONS,
     ImageCaptioningModel,
@@ -39,7 +40,7 @@ from .captioning_base import (
     default_length_limits,
     init_embedding,
 )
-from .hydra_args import accepts_hydra_config
+from .checks import ChecksOptions, task_dictionary
 from .presets import set_defaults
 
 
@@ -132,15 +133,19 @@ def _add_decoder_args(parser):
                         help="logits = W_e^T f_t (the filler embedding of the TPR) instead of a separate linear layer")
 
 
-def _check_tpr_dim(args):
-    try:
-        hadamard_matrix(args.tpr_dim)
-    except ValueError as err:
-        raise ValueError(f"--tpr-dim {args.tpr_dim}: {err}") from None
+def check_tpr_dim(args) -> None:
+    """``--tpr-dim`` d must be a power of two: the unbinding vectors come from the d x d Hadamard
+    matrix U (Sylvester's construction; modules/atpl_cell.py)."""
+    d = getattr(args, "tpr_dim", None)  # None: the arch preset sets it
+    if d is None or (d >= 1 and d & (d - 1) == 0):
+        return
+    below = 1 << (max(d, 1).bit_length() - 1)
+    raise ConfigError(f"--tpr-dim {d} is not a power of two: the roles u_t are made from the d x d Hadamard "
+                      f"matrix U (Sylvester's construction), which exists for d = 1, 2, 4, 8, ... only; pass "
+                      f"--tpr-dim {below} or {below * 2} (the paper uses 32).")
 
 
 def _build_atpl_decoder(args, tgt_dict, v_dim):
-    _check_tpr_dim(args)
     return ATPLDecoder(
         tgt_dict, v_dim, args.decoder_embed_dim, args.decoder_hidden_size, args.tpr_dim,
         num_layers=args.decoder_layers, dropout=args.dropout,
@@ -163,12 +168,16 @@ class ATPLModel(ImageCaptioningModel):
         atpl_base(args)
 
     @classmethod
+    def check_options(cls, args, task):
+        check_tpr_dim(args)
+
+    @classmethod
     def build_caption_decoder(cls, args, dictionary, v_dim):
         return _build_atpl_decoder(args, dictionary, v_dim)
 
 
 @register_model("atpl_autoencoder")
-class ATPLAutoencoderModel(FairseqEncoderDecoderModel):
+class ATPLAutoencoderModel(ChecksOptions, FairseqEncoderDecoderModel):
     """ATPL sentence autoencoder (Huang et al., Sec. 5.1, Fig. 3): LSTM encoder -> v -> ATPL
     decoder rebuilding the sentence. Train it with ``--task translation`` on source = target;
     ``fairseq-tpr-unbinding`` reads the unbinding vectors u_t off its decoder."""
@@ -183,13 +192,16 @@ class ATPLAutoencoderModel(FairseqEncoderDecoderModel):
                             help="a forward LSTM encoder (default: bidirectional, v = both final states)")
 
     @classmethod
-    @accepts_hydra_config
-    def build_model(cls, args, task):
+    def check_options(cls, args, task):
+        if task_dictionary(task, "source") is None or task_dictionary(task, "target") is None:
+            raise ConfigError(f"--arch {getattr(args, 'arch', 'atpl_autoencoder')} reads a sentence: use "
+                              f"--task translation with the same text as source and target")
+        check_tpr_dim(args)
+
+    @classmethod
+    def build_checked_model(cls, args, task):
         atpl_autoencoder_base(args)
         default_length_limits(args, "max_source_positions", "max_target_positions")
-        if task.source_dictionary is None:
-            raise ValueError("--arch atpl_autoencoder reads a sentence: use --task translation "
-                             "with the same text as source and target")
         encoder = SentenceLSTMEncoder(
             task.source_dictionary, args.encoder_embed_dim, args.encoder_hidden_size,
             num_layers=args.encoder_layers, bidirectional=not args.encoder_unidirectional, dropout=args.dropout,

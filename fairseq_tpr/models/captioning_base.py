@@ -16,8 +16,9 @@ from typing import Dict
 import torch.nn as nn
 from fairseq.models import FairseqEncoder, FairseqEncoderDecoderModel, FairseqIncrementalDecoder
 
+from ..errors import ConfigError, InputError
+from .checks import ChecksOptions
 from .hub_entry import plugin_from_pretrained
-from .hydra_args import accepts_hydra_config
 
 DEFAULT_MAX_TARGET_POSITIONS = 1024
 
@@ -51,10 +52,10 @@ class ImageFeatureEncoder(VectorEncoder):
 
     def forward(self, src_tokens=None, src_lengths=None, image_features=None, **kwargs):
         if image_features is None:
-            raise ValueError("the image captioning models need sample['net_input']['image_features'] "
-                             "(use --task image_captioning)")
+            raise ConfigError("the image captioning models need sample['net_input']['image_features'] "
+                              "(use --task image_captioning)")
         if image_features.dim() != 2 or image_features.size(1) != self.feature_dim:
-            raise ValueError(f"image features of shape {tuple(image_features.shape)} given to a model built "
+            raise InputError(f"image features of shape {tuple(image_features.shape)} given to a model built "
                              f"for B x {self.feature_dim} features")
         return {"v": [self.dropout(image_features)]}  # the decoder casts v to its own dtype
 
@@ -113,17 +114,18 @@ def feature_dim_from_task(args, task):
     """The image-feature size: the task's feature file decides; a checkpoint or flag that
     disagrees is an error (not a shape error deep in the model)."""
     if not hasattr(task, "feature_dim"):
-        raise ValueError(f"--arch {args.arch} decodes image features: use --task image_captioning")
+        raise ConfigError(f"--arch {args.arch} decodes image features: use --task image_captioning")
     model_dim = getattr(args, "image_feature_dim", None)
     task_dim = task.feature_dim
     if task_dim is None:  # a checkpoint loaded from a directory without feature files
         if model_dim is None:
-            raise ValueError(f"no S.feat.npy image-feature file in {task.cfg.data} and the checkpoint does not "
-                             f"name its feature size (--image-feature-dim)")
+            raise InputError(f"no S.feat.npy image-feature file in {task.cfg.data} and the checkpoint does not "
+                             f"name its feature size (--image-feature-dim): extract the image features with "
+                             f"preprocess/extract_features.py")
         task.feature_dim = model_dim
         return model_dim
     if model_dim is not None and model_dim != task_dim:
-        raise ValueError(f"the model was built for {model_dim}-d image features (--image-feature-dim) but "
+        raise ConfigError(f"the model was built for {model_dim}-d image features (--image-feature-dim) but "
                          f"the features in {task.cfg.data} are {task_dim}-d: use the feature file the model "
                          f"was trained with, or retrain")
     args.image_feature_dim = task_dim
@@ -140,7 +142,7 @@ def default_length_limits(args, *keys):
             setattr(args, key, DEFAULT_MAX_TARGET_POSITIONS)
 
 
-class ImageCaptioningModel(FairseqEncoderDecoderModel):
+class ImageCaptioningModel(ChecksOptions, FairseqEncoderDecoderModel):
     """Image feature -> caption decoder. Subclasses write :meth:`base_preset` (the defaults every
     preset of the family shares) and :meth:`build_caption_decoder`; ``image_dropout`` says whether
     ``--dropout`` also applies to the image feature."""
@@ -163,8 +165,7 @@ class ImageCaptioningModel(FairseqEncoderDecoderModel):
         raise NotImplementedError
 
     @classmethod
-    @accepts_hydra_config
-    def build_model(cls, args, task):
+    def build_checked_model(cls, args, task):
         cls.base_preset(args)
         default_length_limits(args, "max_target_positions")
         dim = feature_dim_from_task(args, task)

@@ -31,8 +31,9 @@ import torch
 import torch.nn as nn
 from fairseq.models import BaseFairseqModel, register_model, register_model_architecture
 
+from ..errors import ConfigError
 from ..modules.synthesizer_attention import ATTENTIONS
-from .hydra_args import accepts_hydra_config
+from .checks import ChecksOptions
 from .hub_entry import plugin_from_pretrained
 
 
@@ -64,7 +65,7 @@ def sinusoid(n, d):
 
 
 @register_model("discourse_synthesizer")
-class DiscourseSynthesizerModel(BaseFairseqModel):
+class DiscourseSynthesizerModel(ChecksOptions, BaseFairseqModel):
     """Unit vectors + positions -> L Synthesizer layers -> MLP scorer (module docstring)."""
 
     def __init__(self, args, unit_dim, max_units):
@@ -101,24 +102,32 @@ class DiscourseSynthesizerModel(BaseFairseqModel):
     from_pretrained = plugin_from_pretrained  # returns the fitting fairseq_tpr.hub interface
 
     @classmethod
-    @accepts_hydra_config
-    def build_model(cls, args, task):
+    def check_options(cls, args, task):
         discourse_synthesizer_base(args)
-        unit_dim = getattr(task, "unit_dim", None)
-        if unit_dim is None:
-            raise ValueError(f"--arch {args.arch} scores document units: use --task extractive_summarization")
+        arch = getattr(args, "arch", "discourse_synthesizer")
+        if getattr(task, "unit_dim", None) is None:
+            raise ConfigError(f"--arch {arch} scores document units: use --task extractive_summarization")
         if args.attention not in ATTENTIONS:
-            raise ValueError(f"--attention {args.attention!r}: choose from {', '.join(sorted(ATTENTIONS))}")
+            raise ConfigError(f"--attention {args.attention!r}: choose from {', '.join(sorted(ATTENTIONS))}")
+        if args.attention_heads < 1:
+            raise ConfigError(f"--attention-heads must be at least 1 (got {args.attention_heads})")
         if args.attention != "dot" and args.attention_heads != 1:
-            raise ValueError(f"--attention-heads {args.attention_heads} with --attention {args.attention}: only "
-                             f"dot-product attention has several heads (the slides use 1 for every other variant)")
-        return cls(args, unit_dim, task.cfg.max_units)
+            raise ConfigError(
+                f"--attention-heads {args.attention_heads} with --attention {args.attention}: only --attention dot "
+                f"has several heads (the slides use 1 for every other variant: "
+                f"{', '.join(a for a in sorted(ATTENTIONS) if a != 'dot')}); drop --attention-heads (or pass "
+                f"--attention-heads 1), or use --attention dot --attention-heads {args.attention_heads}")
+
+    @classmethod
+    def build_checked_model(cls, args, task):
+        return cls(args, task.unit_dim, task.cfg.max_units)
 
     def forward(self, unit_embeddings, unit_mask, tree_spans=None, tree_codes=None, dep_parents=None, **kwargs):
         B, T, _ = unit_embeddings.shape  # B x T x D
         if T > self.max_units:
-            raise ValueError(f"a batch holds a document of {T} units but the model was built for "
-                             f"--max-units {self.max_units}")
+            raise ConfigError(f"a batch holds a document of {T} units but the model was built for "
+                              f"--max-units {self.max_units}: truncate the documents (preprocess/extractive.py "
+                              f"--max-units {self.max_units} --truncate) or train with a larger --max-units")
         pad_mask = ~unit_mask
         x = self.input_proj(unit_embeddings) + self.positions[:T]
         x = self.dropout(x) * unit_mask.unsqueeze(-1)

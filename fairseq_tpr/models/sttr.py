@@ -40,13 +40,14 @@ from fairseq.models import FairseqEncoder, register_model, register_model_archit
 from fairseq.models.transformer import TransformerDecoder, TransformerEncoder, TransformerModel, base_architecture
 from torch import Tensor
 
-from ..errors import InputError
+from ..errors import ConfigError, InputError
 from ..modules.template_fusion import GATE_ON, TemplateAwareAttention, TemplateConcatenation
 from ..modules.tp_layers import RoleDecoderLayer, RoleEncoderLayer
+from .checks import ChecksOptions, check_heads_divide, check_num_roles, check_role_dim, task_dictionary
 from .hub_entry import plugin_from_pretrained
 from .presets import default_sizes, set_defaults
 from .role_capture import ReturnsRoleAttention
-from .tpr_transformer_base import ChecksOptions, TPRTransformerDecoder, TPRTransformerEncoder, check_role_dim
+from .tpr_transformer_base import TPRTransformerDecoder, TPRTransformerEncoder
 
 TEMPLATE_MODES = ("none", "concat", "attention")
 TPR_KINDS = ("none", "discrete")
@@ -152,23 +153,28 @@ class STTRModel(ReturnsRoleAttention, ChecksOptions, TransformerModel):
     def check_options(cls, args, task):
         arch = getattr(args, "arch", "sttr")
         if args.template_mode not in TEMPLATE_MODES:
-            raise ValueError(f"--template-mode must be one of {', '.join(TEMPLATE_MODES)} (got {args.template_mode!r})")
+            raise ConfigError(f"--template-mode must be one of {', '.join(TEMPLATE_MODES)} (got {args.template_mode!r})")
         if args.tpr not in TPR_KINDS:
-            raise ValueError(f"--tpr must be one of {', '.join(TPR_KINDS)} (got {args.tpr!r})")
+            raise ConfigError(f"--tpr must be one of {', '.join(TPR_KINDS)} (got {args.tpr!r})")
+        if getattr(args, "template_gate_on", "template") not in GATE_ON:
+            raise ConfigError(f"--template-gate-on must be one of {', '.join(GATE_ON)} (got {args.template_gate_on!r})")
+        if task_dictionary(task, "source") is None or task_dictionary(task, "target") is None:
+            raise ConfigError(f"--arch {arch} summarizes token sequences: use --task template_summarization, not "
+                              f"--task {getattr(args, 'task', '?')}.")
         if args.share_all_embeddings and task.source_dictionary != task.target_dictionary:
-            raise ValueError(
+            raise ConfigError(
                 f"--arch {arch} shares source, template, target and output embeddings (as the paper), which needs "
                 "one joined dictionary, but the source and target dictionaries differ: binarize with "
                 "`fairseq-preprocess --joined-dictionary`."
             )
+        check_heads_divide(args)
         if args.tpr != "discrete":
             return
         if getattr(args, "cross_self_attention", False):
-            raise ValueError("--cross-self-attention is not supported with --tpr discrete; drop the flag.")
-        if args.num_roles is None or args.num_roles < 1:
-            raise ValueError(f"--num-roles must be at least 1 with --tpr discrete (got {args.num_roles}).")
+            raise ConfigError("--cross-self-attention is not supported with --tpr discrete; drop the flag.")
         if args.role_dim is None:  # default: embed-dim / heads of the encoder
             args.role_dim = args.encoder_embed_dim // args.encoder_attention_heads
+        check_num_roles(args, arch, " with --tpr discrete")
         for side in ("encoder", "decoder"):
             check_role_dim(args, side)
 

@@ -14,7 +14,8 @@ from fairseq.models.transformer import base_architecture
 from ..modules import RoleDecoderLayer, RoleEncoderLayer
 from .role_capture import ReturnsRoleAttention
 from .presets import default_sizes, pre_ln, set_defaults
-from .tpr_transformer_base import TPRTransformerModelBase, check_role_dim
+from .checks import check_num_roles, check_role_dim
+from .tpr_transformer_base import TPRTransformerModelBase
 
 
 @register_model("tp_transformer_d")
@@ -35,13 +36,7 @@ class TPTransformerDModel(ReturnsRoleAttention, TPRTransformerModelBase):
     @classmethod
     def check_options(cls, args, task):
         super().check_options(args, task)
-        arch = getattr(args, "arch", "tp_transformer_d")
-        num_roles, role_dim = getattr(args, "num_roles", None), getattr(args, "role_dim", None)
-        if num_roles is None or num_roles < 1:
-            raise ValueError(f"--num-roles must be at least 1 (got {num_roles}): it is N_r, the number of "
-                             f"role embeddings in each dictionary of --arch {arch}. The paper uses 50.")
-        if role_dim is None or role_dim < 1:
-            raise ValueError(f"--role-dim must be at least 1 (got {role_dim}).")
+        check_num_roles(args, getattr(args, "arch", "tp_transformer_d"))
         sides = [s for s, on in (("encoder", cls.tpr_encoder(args)), ("decoder", cls.tpr_decoder(args))) if on]
         for side in sides:
             check_role_dim(args, side)

@@ -14,23 +14,10 @@ from fairseq.distributed import fsdp_wrap
 from fairseq.models.transformer import TransformerConfig, TransformerDecoder, TransformerEncoder, TransformerModel
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 
-from .hydra_args import accepts_hydra_config
+from ..errors import ConfigError
+from .checks import ChecksOptions, check_heads_divide, task_dictionary
 
 TPR_SIDES = ("both", "encoder", "decoder")
-
-
-def check_role_dim(args, side: str) -> None:
-    """``--{side}-attention-heads`` x ``--role-dim`` must equal ``--{side}-embed-dim`` for the
-    discrete-role cells; a ValueError that names the flags and the fix otherwise."""
-    heads, dim = getattr(args, f"{side}_attention_heads"), getattr(args, f"{side}_embed_dim")
-    if heads * args.role_dim != dim:
-        fix = (f"set --role-dim {dim // heads}" if dim % heads == 0
-               else f"choose --{side}-attention-heads dividing {dim}")
-        raise ValueError(
-            f"--role-dim {args.role_dim} x --{side}-attention-heads {heads} = {heads * args.role_dim}, but "
-            f"--{side}-embed-dim is {dim}: the role vector R = [R_1..R_H] is bound elementwise to the "
-            f"filler (Jiang et al. Eq. 5-6), so heads x role-dim must equal the embedding size; {fix}."
-        )
 
 
 def wrap_layer(layer: nn.Module, cfg) -> nn.Module:
@@ -74,17 +61,6 @@ class TPRTransformerDecoder(TransformerDecoder):
         return wrap_layer(self.layer_class(cfg, no_encoder_attn=no_encoder_attn), cfg)
 
 
-class ChecksOptions:
-    """Mixin for a fairseq model class: ``build_model`` (from a Namespace or a Hydra config) first
-    runs the class's ``check_options(args, task)``, which rejects what cannot work."""
-
-    @classmethod
-    @accepts_hydra_config
-    def build_model(cls, args, task):
-        cls.check_options(args, task)
-        return super().build_model(args, task)
-
-
 class TPRTransformerModelBase(ChecksOptions, TransformerModel):
     """Shared flags, checks, builders and checkpoint loading of the TP-Transformer models."""
 
@@ -109,16 +85,20 @@ class TPRTransformerModelBase(ChecksOptions, TransformerModel):
         """Reject option combinations that cannot work, naming the flag and the fix."""
         arch = getattr(args, "arch", cls.__name__)
         if getattr(args, "tpr_in", "both") not in TPR_SIDES:
-            raise ValueError(f"--tpr-in must be one of {', '.join(TPR_SIDES)} (got {args.tpr_in!r})")
+            raise ConfigError(f"--tpr-in must be one of {', '.join(TPR_SIDES)} (got {args.tpr_in!r})")
+        if task_dictionary(task, "source") is None or task_dictionary(task, "target") is None:
+            raise ConfigError(f"--arch {arch} translates token sequences: use --task translation (or another task "
+                              f"with source and target dictionaries), not --task {getattr(args, 'task', '?')}.")
         if getattr(args, "share_all_embeddings", False) and task.source_dictionary != task.target_dictionary:
-            raise ValueError(
+            raise ConfigError(
                 f"--arch {arch} shares source, target and output embeddings (--share-all-embeddings), which needs "
                 "one joined dictionary, but the source and target dictionaries differ. Binarize with "
                 "`fairseq-preprocess --joined-dictionary`, or pass --no-share-all-embeddings."
             )
         for opt in cls.unsupported_options:
             if getattr(args, opt, False):
-                raise ValueError(f"--{opt.replace('_', '-')} is not supported by --arch {arch}; drop the flag.")
+                raise ConfigError(f"--{opt.replace('_', '-')} is not supported by --arch {arch}; drop the flag.")
+        check_heads_divide(args)
 
     @classmethod
     def tpr_encoder(cls, args) -> bool:
@@ -177,7 +157,7 @@ _SHAPE_FLAGS = (
 
 
 def explain_state_dict_mismatch(model: nn.Module, state_dict: Dict, family: str) -> None:
-    """Raise a ValueError that says what differs between ``model`` and ``state_dict``
+    """Raise a ConfigError that says what differs between ``model`` and ``state_dict``
     (model kind, layer counts, sizes, with the flags to change), or return if they match."""
     own = {k: v.shape for k, v in model.state_dict().items()}
     # fairseq adds/drops a few bookkeeping buffers across versions: ignore them
@@ -205,7 +185,7 @@ def explain_state_dict_mismatch(model: nn.Module, state_dict: Dict, family: str)
             f"unexpected (e.g. {unexpected[:2]}) -> check --encoder-layers / --decoder-layers / --tpr-in / "
             "--no-embedding-roles"
         )
-    raise ValueError("\n".join(lines))
+    raise ConfigError("\n".join(lines))
 
 
 def _arch(model) -> str:
