@@ -400,7 +400,7 @@ def test_template_count_mismatch_names_both_files(named_data):
         task.load_dataset("test")
     for suffix in ("bin", "idx"):
         (data / f"test.source-target.template.{suffix}").unlink()
-    with pytest.raises(FileNotFoundError, match="preprocess/templates.sh"):
+    with pytest.raises(InputError, match="preprocess/templates.sh"):
         task.load_dataset("test")
 
 

@@ -56,20 +56,54 @@ class TemplateSummarizationTask(TranslationTask):
 
     cfg: TemplateSummarizationConfig
 
+    @classmethod
+    def setup_task(cls, cfg, **kwargs):
+        """fairseq's, after checking that the data directory and its two dictionaries exist (an
+        :class:`InputError` naming the missing path and the commands that write it)."""
+        data = utils.split_paths(cfg.data)[0] if cfg.data else ""
+        src, tgt = cfg.source_lang or "source", cfg.target_lang or "target"
+        make = (f"binarize the source/target pair with `fairseq-preprocess --joined-dictionary -s {src} -t {tgt} "
+                f"--destdir {data or 'DATA'} ...` (preprocess/<corpus>.sh does it), then its templates with "
+                f"`preprocess/templates.sh RAW_DIR {data or 'DATA'} {src} {tgt}`")
+        if not data or not os.path.isdir(data):
+            raise InputError(f"the data directory {data or '(none given)'} of --task template_summarization does "
+                             f"not exist: {make}.")
+        langs = (cfg.source_lang, cfg.target_lang)
+        if None in langs:
+            langs = data_utils.infer_language_pair(data)
+            if None in langs:
+                raise InputError(f"no {{split}}.SRC-TGT.SRC.bin in {data} to tell the languages from: pass "
+                                 f"--source-lang/--target-lang (e.g. -s source -t target), or {make}.")
+        for lang in langs:
+            path = os.path.join(data, f"dict.{lang}.txt")
+            if not os.path.isfile(path):
+                raise InputError(f"{path} is missing (--task template_summarization reads the source and "
+                                 f"target dictionaries of {data}): {make}.")
+        return super().setup_task(cfg, **kwargs)
+
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
-        super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
-        pair = self.datasets[split]
         paths = utils.split_paths(self.cfg.data)
         data_path = paths[(epoch - 1) % len(paths)] if split == self.cfg.train_subset else paths[0]
         src, tgt = self.cfg.source_lang, self.cfg.target_lang
+        make_templates = (f"write {split}.template (one template per source line, e.g. with "
+                          f"`python -m fairseq_tpr.cli.retrieve_templates`) and binarize it with "
+                          f"`preprocess/templates.sh RAW_DIR {data_path} {src} {tgt}`")
+        if not any(indexed_dataset.dataset_exists(os.path.join(data_path, f"{split}.{pair}.{src}"),
+                                                  impl=self.cfg.dataset_impl) for pair in (f"{src}-{tgt}", f"{tgt}-{src}")):
+            raise InputError(
+                f"no split {split!r} in {data_path}: {data_path}/{split}.{src}-{tgt}.{src}.bin/.idx is missing. "
+                f"Binarize it with the data directory's dictionary (`fairseq-preprocess -s {src} -t {tgt} "
+                f"--joined-dictionary --srcdict {data_path}/dict.{src}.txt --testpref RAW_DIR/{split} --destdir "
+                f"{data_path}`, or --trainpref/--validpref), then {make_templates}."
+            )
         prefix = template_prefix(data_path, split, src, tgt, self.cfg.dataset_impl)
         if prefix is None:
-            raise FileNotFoundError(
+            raise InputError(
                 f"no templates for split {split!r}: {data_path}/{split}.{src}-{tgt}.{TEMPLATE_LANG}.bin/.idx is "
-                f"missing. Write {split}.template (one template per source line, e.g. with "
-                f"`python -m fairseq_tpr.cli.retrieve_templates`) and binarize it with "
-                f"`preprocess/templates.sh RAW_DIR {data_path} {src} {tgt}`."
+                f"missing: {make_templates}."
             )
+        super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
+        pair = self.datasets[split]
         templates = data_utils.load_indexed_dataset(prefix, self.src_dict, self.cfg.dataset_impl)
         check_templates(templates, templates.sizes, len(pair), prefix + ".bin",
                         os.path.join(data_path, f"{split}.{src}-{tgt}.{src}.bin"))
