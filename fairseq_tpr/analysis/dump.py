@@ -21,10 +21,8 @@ from typing import Dict, Iterable, List, Optional
 import numpy as np
 import torch
 
-from ..errors import ConfigError, FairseqTprError, InputError
+from ..errors import ConfigError, InputError
 from .capture import COMPONENTS, Capture, frozen, model_kind
-
-AnalysisError = FairseqTprError  # the old name, still caught by cli/probe.py and cli/roles.py
 
 ROLE_COMPONENTS = ("role", "filler", "tpr", "role_attn")
 

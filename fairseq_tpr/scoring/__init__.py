@@ -13,7 +13,6 @@
 Inputs: :mod:`.inputs` (plain line files) and :mod:`.generate_log` (the one reader of
 ``fairseq-generate`` logs, shared with :mod:`.captions` and :mod:`.math_eval`).
 """
-from ..errors import InputError as ScoringInputError  # noqa: F401  (the old name, still imported by cli/score.py)
 from . import fairseq_rouge  # noqa: F401  (registers --scoring rouge)
 from .base import ScoreResult, Scorer
 from .bleu import SacreBleuScorer

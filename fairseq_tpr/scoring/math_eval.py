@@ -25,8 +25,6 @@ SPLITS = ("interpolate", "extrapolate")
 THRESHOLD = 0.95  # Table 1's ">95%" column: modules whose accuracy is above this
 UNK_SOURCE, UNK_TARGET = "<unk>", "<<unk>>"  # how fairseq-generate prints <unk> in S- and T- lines
 
-MathEvalError = InputError  # the old name, still imported by cli/math_eval.py
-
 
 # ---------------------------------------------------------------------------------------------
 # pure functions: parse, score, summarize, format
