@@ -139,8 +139,8 @@ def damage_message(path, damage: str, alternative: Optional[Path]) -> str:
     """The :class:`~fairseq_tpr.errors.CheckpointError` message for a damaged *path*."""
     directory = Path(path).resolve().parent
     if alternative is None:
-        advice = (f"there is no intact checkpoint*.pt in {directory} to use instead "
-                  "(remove the damaged file to train from scratch)")
+        advice = (f"there is no intact checkpoint*.pt in {directory} to use instead (fairseq-train: remove the "
+                  "damaged file to train from scratch; fairseq-generate: pass --path an intact checkpoint)")
     else:
         advice = (f"the newest intact checkpoint in {directory} is {alternative.name}: pass "
                   f"--restore-file {alternative} (fairseq-train) or --path {alternative}, or set "
