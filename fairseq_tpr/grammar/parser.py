@@ -143,7 +143,11 @@ def build_vocab(examples: Sequence[Example]) -> Vocab:
 
 
 class Item:
-    """The tensors of one example: ids, u, gold segments of every layer, targets."""
+    """The tensors of one example: ids, u, gold segments of every layer, targets.
+
+    Layers 2 .. H+1 are trained: layer H+1 (one segment, the root carried up) teaches the
+    classifier to keep the root's category, which is how decoding knows that no unary node
+    above the root is left to make."""
 
     def __init__(self, ex: Example, vocab_index, u, segment_target: str):
         pos_i, cat_i, word_i = vocab_index
@@ -153,22 +157,25 @@ class Item:
         self.pos = torch.tensor([pos_i.get(t, 1) for t in ex.tags])
         self.u = u
         self.height = ex.enc.height
-        segs = [ex.enc.segments(k) for k in range(1, self.height + 1)]
-        self.seg = torch.full((self.height, T), -1, dtype=torch.long)
+        self.train_height = self.height + 1
+        segs = [ex.enc.segments(k) for k in range(1, self.height + 1)] + [[(0, T)]]
+        self.seg = torch.full((self.train_height, T), -1, dtype=torch.long)
         for k, layer in enumerate(segs):
             for m, (s, e) in enumerate(layer):
                 self.seg[k, s:e] = m
         self.seg_target, self.cat_target = {}, {}
-        for k in range(2, self.height + 1):
+        for k in range(2, self.train_height + 1):
             prev = segs[k - 2]
-            if segment_target == "parity":
+            if k > self.height:
+                tgt = [0]  # one segment: no decision
+            elif segment_target == "parity":
                 bits = ex.enc.bits[k - 2]
                 tgt = [bits[s] for s, _ in prev]
             else:
                 b = boundaries(segs[k - 1], T)
                 tgt = [b[s] for s, _ in prev]
             self.seg_target[k] = torch.tensor(tgt[1:], dtype=torch.long)  # the first is fixed
-            labels = ex.enc.labels[k - 2]
+            labels = ex.enc.labels[k - 2] if k <= self.height else [ex.tree.label] * T
             self.cat_target[k] = torch.tensor([cat_i.get(labels[s], -100) for s, _ in segs[k - 1]], dtype=torch.long)
         self.unknown_categories = sum(int((t == -100).sum()) for t in self.cat_target.values())
 
@@ -196,15 +203,16 @@ class Split:
 
 class Batch:
     """``words``/``pos`` B x T (0 at padding), ``u`` B x T x d or None, ``lengths`` B, ``height``
-    B, ``seg`` B x H x T (gold layer k in row k-1; -1 at padding and above a tree's root)."""
+    B (the trained layers, H+1 each), ``seg`` B x max(H+1) x T (gold layer k in row k-1; -1 at
+    padding and above)."""
 
     def __init__(self, items: List[Item]):
         self.items = items
         B = len(items)
         T = max(len(it.words) for it in items)
-        H = max(it.height for it in items)
+        H = max(it.train_height for it in items)
         self.lengths = torch.tensor([len(it.words) for it in items])
-        self.height = torch.tensor([it.height for it in items])
+        self.height = torch.tensor([it.train_height for it in items])
         self.words = torch.zeros(B, T, dtype=torch.long)
         self.pos = torch.zeros(B, T, dtype=torch.long)
         self.seg = torch.full((B, H, T), -1, dtype=torch.long)
@@ -212,7 +220,7 @@ class Batch:
         for b, it in enumerate(items):
             n = len(it.words)
             self.words[b, :n], self.pos[b, :n] = it.words, it.pos
-            self.seg[b, : it.height, :n] = it.seg
+            self.seg[b, : it.train_height, :n] = it.seg
             if self.u is not None:
                 self.u[b, :n] = it.u
 
@@ -322,7 +330,9 @@ def _seg_tensor(segments: List[List[tuple]], T: int, device) -> torch.Tensor:
 
 
 def _next_segments(prev: List[tuple], decisions: List[int], target: str) -> List[tuple]:
-    """Layer-k segments from one decision per layer-(k-1) segment (the first one is fixed)."""
+    """Layer-k segments from one decision per layer-(k-1) segment (the first one is fixed: bit
+    0, resp. "starts"; the net's own decision for it is not read)."""
+    decisions = [0] + list(decisions[1:])
     out = []
     for m, (s, e) in enumerate(prev):
         if m == 0:
@@ -338,7 +348,17 @@ def _next_segments(prev: List[tuple], decisions: List[int], target: str) -> List
 
 @torch.no_grad()
 def decode_batch(model: ATPLParser, batch: Batch, vocab: Vocab, max_layers: int, gold_segments=False) -> List[Tree]:
-    """Greedy layer-by-layer decoding (module docstring) of one batch: the trees below TOP."""
+    """Greedy layer-by-layer decoding (module docstring) of one batch: the trees below TOP.
+
+    Each sentence keeps the nodes of its current layer as ``(start, end, category, layer made)``.
+    At layer k: the segmenter decides the layer-(k-1) segments of sentences that have more than
+    one (a single segment needs no decision), the classifier names every layer-k segment; a
+    segment equal to one below is that node carried up, unless its category differs and the
+    node was made at layer k-1 (then a unary node is made, as in the encoding). A sentence is
+    done at the first layer with one segment that is carried, i.e. no unary node above its root
+    remains to be made; after ``max_layers`` layers one root segment is forced. With
+    ``gold_segments`` the segments of layer k are the gold ones and a sentence is done at its
+    gold height."""
     model.eval()
     x = model.inputs(batch.words, batch.u)
     dev = x.device
@@ -348,48 +368,55 @@ def decode_batch(model: ATPLParser, batch: Batch, vocab: Vocab, max_layers: int,
     if not bool(new_mask.any()):
         new_mask[:] = True
     lengths = batch.lengths.tolist()
-    cur = [[(t, t + 1) for t in range(n)] for n in lengths]
+    cur = [[(t, t + 1, item.ex.tags[t], 1) for t in range(n)] for n, item in zip(lengths, batch.items)]
     layers: List[List[tuple]] = [[] for _ in range(B)]
     done = [False] * B
     k = 2
     while not all(done):
         idx = [b for b in range(B) if not done[b]]
-        it = torch.tensor(idx)
-        xs, ps, ls = x[it.to(dev)], batch.pos[it.to(dev)], batch.lengths[it]
         force_root = k > max_layers and not gold_segments
+        new = {}
         if gold_segments:
-            new = [[(s, e) for s, e in batch.items[b].ex.enc.segments(min(k, batch.items[b].height))] for b in idx]
-        elif force_root:
-            new = [[(0, lengths[b])] for b in idx]
+            new = {b: batch.items[b].ex.enc.segments(min(k, batch.items[b].height)) for b in idx}
         else:
-            prev = _seg_tensor([cur[b] for b in idx], T, dev)
-            dec = segment_decisions(model.segment_logits(k, xs, ps, ls, prev)).tolist()
-            new, pos = [], 0
             for b in idx:
-                n = len(cur[b])
-                new.append(_next_segments(cur[b], dec[pos: pos + n], model.segment_target))
-                pos += n
-        logits = model.category_logits(k, xs, ps, ls, _seg_tensor(new, T, dev))
+                if force_root or len(cur[b]) == 1:
+                    new[b] = [(0, lengths[b])]
+            todo = [b for b in idx if b not in new]
+            if todo:
+                it = torch.tensor(todo)
+                prev = _seg_tensor([[(s, e) for s, e, _, _ in cur[b]] for b in todo], T, dev)
+                logits = model.segment_logits(k, x[it.to(dev)], batch.pos[it.to(dev)], batch.lengths[it], prev)
+                dec = segment_decisions(logits).tolist()
+                pos = 0
+                for b in todo:
+                    n = len(cur[b])
+                    new[b] = _next_segments([(s, e) for s, e, _, _ in cur[b]], dec[pos: pos + n], model.segment_target)
+                    pos += n
+        it = torch.tensor(idx)
+        logits = model.category_logits(k, x[it.to(dev)], batch.pos[it.to(dev)], batch.lengths[it],
+                                       _seg_tensor([new[b] for b in idx], T, dev))
         pos = 0
-        for j, b in enumerate(idx):
-            prev_ends = {e for _, e in cur[b]}
-            layer = []
-            for s, e in new[j]:
-                merged = sum(1 for pe in prev_ends if s < pe < e) > 0
+        for b in idx:
+            below = {(s, e): (cat, made) for s, e, cat, made in cur[b]}
+            nodes = []
+            for s, e in new[b]:
                 lg = logits[pos]
-                if merged:
-                    lg = lg.masked_fill(~new_mask, float("-inf"))
-                layer.append((s, e, cats[int(lg.argmax())]))
                 pos += 1
-            layers[b].append(layer)
-            cur[b] = new[j]
-            if len(new[j]) == 1 and (not gold_segments or k >= batch.items[b].height):
+                if (s, e) in below:
+                    cat, made = below[(s, e)]
+                    pred = cats[int(lg.argmax())]
+                    if pred != cat and made == k - 1:
+                        cat, made = pred, k  # a unary node over the node made one layer down
+                else:
+                    cat, made = cats[int(lg.masked_fill(~new_mask, float("-inf")).argmax())], k
+                nodes.append((s, e, cat, made))
+            layers[b].append([(s, e, cat) for s, e, cat, _ in nodes])
+            cur[b] = nodes
+            if len(nodes) == 1 and (force_root or (nodes[0][3] < k if not gold_segments else k >= batch.items[b].height)):
                 done[b] = True
         k += 1
-    trees = []
-    for b, item in enumerate(batch.items):
-        trees.append(build_tree(item.ex.words, item.ex.tags, layers[b], strict_heights=True))
-    return trees
+    return [build_tree(item.ex.words, item.ex.tags, layers[b], strict_heights=True) for b, item in enumerate(batch.items)]
 
 
 def decode(model: ATPLParser, split: Split, vocab: Vocab, device, batch_size=32, max_layers=None,
