@@ -420,12 +420,13 @@ def _state_dict_mismatch_message(path, error: BaseException, data) -> str:
              if (name, theirs, ours) not in dictionary[:1] and "embed_tokens" not in name
              and "output_projection" not in name]
     if other:
-        parts.append("other sizes differ (" + "; ".join(other[:3]) + "): the checkpoint's architecture options "
-                     "were changed (drop --model-overrides that change sizes)")
+        parts.append("other sizes differ (" + "; ".join(other[:3]) + ")")
     if keys:
         parts.append("it holds another architecture (" + "; ".join(
-            f"{kind.lower()} parameters {len(names)}, e.g. {names[0]}" for kind, names in keys.items())
-            + "): drop --model-overrides that change the architecture")
+            f"{kind.lower()} parameters {len(names)}, e.g. {names[0]}" for kind, names in keys.items()) + ")")
+    if other or keys:
+        parts.append("build the checkpoint's architecture (fairseq-train --restore-file: its --arch and sizes; "
+                     "fairseq-generate: no --model-overrides that change them)")
     if not parts:
         parts.append(" ".join(text.split())[:300])
     fix = ("pass the data directory the model was trained on"

@@ -285,3 +285,14 @@ def test_missing_and_empty_checkpoints(trained, tmp_path):
     empty.write_bytes(b"")
     with pytest.raises(CheckpointError, match=rf"checkpoint {re.escape(str(empty))} is empty"):
         checkpoint_utils.load_model_ensemble([str(empty)])
+
+
+def test_restore_file_of_another_architecture(trained, reversal, tmp_path):
+    # fairseq's Trainer.load_checkpoint turns the shape error into a bare Exception (a traceback)
+    argv = train_argv(reversal, tmp_path / "ckpt", FAIRSEQ_ARCH, CRITERION, 2, "--max-tokens", 200,
+                      "--restore-file", _checkpoint(trained, PLUGIN_ARCH))
+    with pytest.raises(ConfigError, match=rf"^checkpoint {re.escape(str(_checkpoint(trained, PLUGIN_ARCH)))} does not "
+                                          r"fit .*it holds another architecture \(unexpected parameters \d+, e\.g\. "
+                                          r".*build the checkpoint's architecture \(fairseq-train --restore-file: its "
+                                          r"--arch and sizes"):
+        train(argv)
