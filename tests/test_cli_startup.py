@@ -19,7 +19,6 @@ HEAVY = ("torch", "fairseq")
 MARK = "@@loaded:"
 
 # imports its library (torch) at the top: the module is not this change's to edit
-STILL_HEAVY = {"fairseq-tpr-average-checkpoints"}
 
 _WRAPPER = """
 import sys
@@ -40,12 +39,6 @@ def _run_script(name, args):
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     out, _, loaded = r.stdout.rpartition(MARK)
     return r.returncode, out, r.stderr, [m for m in loaded.strip().split(",") if m]
-
-
-def _heavy_param(name):
-    marks = [pytest.mark.xfail(reason="cli/average_checkpoints.py imports fairseq_tpr.checkpoint_average "
-                                      "(torch) at the top; move the import into main()", strict=False)]
-    return pytest.param(name, marks=marks if name in STILL_HEAVY else [])
 
 
 def test_every_console_script_is_covered():
@@ -71,7 +64,7 @@ def test_bad_argument_is_one_usage_error_line(name):
 
 
 @pytest.mark.parametrize("args", [["--help"], ["--no-such-option"]], ids=["help", "bad-argument"])
-@pytest.mark.parametrize("name", [_heavy_param(n) for n in sorted(SCRIPTS)])
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
 def test_parsing_imports_neither_torch_nor_fairseq(name, args):
     status, _, err, loaded = _run_script(name, args)
     assert status in (0, 2), err

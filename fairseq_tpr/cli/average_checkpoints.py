@@ -11,8 +11,6 @@ hook (:mod:`fairseq_tpr.errors`): one ``error:`` line, exit 2, no output written
 import argparse
 import sys
 
-from fairseq_tpr.checkpoint_average import average_checkpoints
-
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
@@ -23,6 +21,7 @@ def main(argv=None):
     parser.add_argument("--epochs", action="store_true", help="with --last: use checkpoint<epoch>.pt files")
     parser.add_argument("--output", required=True)
     args = parser.parse_args(argv)
+    from fairseq_tpr.checkpoint_average import average_checkpoints  # torch, after the arguments are parsed
     paths = average_checkpoints(args.inputs, args.output, last=args.last, epochs=args.epochs)
     print(f"averaged {len(paths)} checkpoints -> {args.output}: " + ", ".join(p.name for p in paths))
     return 0
