@@ -31,6 +31,9 @@ size       TP variant                  matched fairseq ``transformer``
 =========  ==========================  ===================================
 paper      ``tp_transformer_math``     ``transformer_tp_math`` (dropout 0)
 paper      ``tp_transformer_d``        ``transformer_tp_d`` (dropout 0.1)
+small      ``tp_transformer_math_small``  ``transformer_tp_math_small`` (the math table's models)
+small      ``tp_transformer_d`` + small   ``transformer_tp_d`` + small (3+3 layers, d 128, 4 heads,
+           sizes, N_r 50, d_r 32          d_ff 512: the summarization/translation tables' models)
 tiny       ``tp_transformer_tiny``     ``transformer_tp_tiny``
 tiny       ``tp_transformer_d_tiny``   ``transformer_tp_tiny``
 =========  ==========================  ===================================
@@ -70,15 +73,23 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-# size -> list of (TP arch, matched transformer arch)
+# the sizes the CPU tables of docs/results.md train (recipes/summarization/_models.sh SIZE=small)
+_SMALL = ("--encoder-layers 3 --decoder-layers 3 --encoder-embed-dim 128 --decoder-embed-dim 128 "
+          "--encoder-ffn-embed-dim 512 --decoder-ffn-embed-dim 512 --encoder-attention-heads 4 "
+          "--decoder-attention-heads 4")
+
+# size -> list of (TP model, matched transformer): an arch name, optionally followed by fairseq-train flags
 PAIRS = {
     "paper": [("tp_transformer_math", "transformer_tp_math"), ("tp_transformer_d", "transformer_tp_d")],
+    "small": [("tp_transformer_math_small", "transformer_tp_math_small"),
+              (f"tp_transformer_d {_SMALL} --num-roles 50 --role-dim 32", f"transformer_tp_d {_SMALL}")],
     "tiny": [("tp_transformer_tiny", "transformer_tp_tiny"), ("tp_transformer_d_tiny", "transformer_tp_tiny")],
 }
 
 # per-size defaults for the step counts (the paper-size CPU run takes ~6-7 minutes on 2 cores)
 DEFAULTS = {
     "paper": dict(warmup=2, steps=6, gen_batches=3, gen_warmup=1),
+    "small": dict(warmup=3, steps=10, gen_batches=2, gen_warmup=1),
     "tiny": dict(warmup=3, steps=10, gen_batches=2, gen_warmup=1),
 }
 
@@ -138,7 +149,8 @@ def time_units(fn, items, warmup, sync, max_foreign_load):
 
 def build(arch, vocab=1000, seed=1, device="cpu", dtype="fp32"):
     """Build ``--arch arch`` the way fairseq-train does (registered preset applied, dropout
-    included) for a translation task on a joined dummy dictionary of ``vocab`` symbols.
+    included) for a translation task on a joined dummy dictionary of ``vocab`` symbols; ``arch``
+    may carry fairseq-train flags after the name (``"tp_transformer_d --encoder-layers 3 ..."``).
 
     Returns ``(model, task, dictionary, criterion, info)`` with fairseq's
     ``label_smoothed_cross_entropy`` (eps 0.1) and ``info = {params, dropout}``."""
@@ -156,8 +168,9 @@ def build(arch, vocab=1000, seed=1, device="cpu", dtype="fp32"):
         d.add_symbol(f"w{i}")
     d.pad_to_multiple_(8)
     parser = options.get_training_parser()
-    argv = ["dummy-data", "--task", "translation", "--arch", arch, "--seed", str(seed),
-            "--max-source-positions", "1024", "--max-target-positions", "1024"]
+    name, *flags = arch.split()
+    argv = ["dummy-data", "--task", "translation", "--arch", name, "--seed", str(seed),
+            "--max-source-positions", "1024", "--max-target-positions", "1024", *flags]
     args = options.parse_args_and_arch(parser, argv)
     task = TranslationTask(args, d, d)
     model = task.build_model(args).to(torch.device(device))
@@ -440,7 +453,9 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--size", choices=sorted(PAIRS), default="paper",
-                   help="paper: 6+6 layers, d 512, ffn 2048, 8 heads (default); tiny: the _tiny presets")
+                   help="paper: 6+6 layers, d 512, ffn 2048, 8 heads (default); small: the sizes the CPU tables "
+                        "train (tp_transformer_math_small, and 3+3 layers, d 128, 4 heads, d_ff 512 for "
+                        "tp_transformer_d); tiny: the _tiny presets")
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--dtype", choices=["fp32", "fp16", "bf16"], default="fp32",
                    help="fp16: model.half(); bf16: model.bfloat16() (CUDA only)")
@@ -454,12 +469,12 @@ def parse_args(argv=None):
     p.add_argument("--batch", type=int, default=16, help="training sentences per batch")
     p.add_argument("--src-len", type=int, default=40)
     p.add_argument("--tgt-len", type=int, default=40, help="target tokens per sentence (incl. EOS)")
-    p.add_argument("--warmup", type=int, help="untimed training steps (default: 2 paper, 3 tiny)")
-    p.add_argument("--steps", type=int, help="timed training steps (default: 6 paper, 10 tiny)")
+    p.add_argument("--warmup", type=int, help="untimed training steps (default: 2 paper, 3 small and tiny)")
+    p.add_argument("--steps", type=int, help="timed training steps (default: 6 paper, 10 small and tiny)")
     p.add_argument("--beam", type=int, default=4)
     p.add_argument("--gen-batch", type=int, default=8, help="source sentences per generate() call")
     p.add_argument("--gen-len", type=int, default=40, help="output length (min_len = max_len), EOS excluded")
-    p.add_argument("--gen-batches", type=int, help="timed generate() calls (default: 3 paper, 2 tiny)")
+    p.add_argument("--gen-batches", type=int, help="timed generate() calls (default: 3 paper, 2 small and tiny)")
     p.add_argument("--gen-warmup", type=int, help="untimed generate() calls (default 1)")
     p.add_argument("--vocab", type=int, default=1000, help="joined dictionary size (incl. 4 specials)")
     p.add_argument("--seed", type=int, default=1)
