@@ -318,8 +318,8 @@ def bad_log(tmp_path):
 def test_fairseq_tpr_math_eval_with_a_non_utf8_generate_log(bad_log, run_cli):
     data_bin, log, offset, column = bad_log
     proc = run_cli("fairseq-tpr-math-eval", data_bin, "--generate-dir", log.parent)
-    # cli/math_eval.py prints the error itself and exits 1 (its own tests expect 1), not the hook's 2
-    assert error_line(proc, status=1) == (
+    assert proc.stderr.count("error:") == 1, proc.stderr[-3000:]
+    assert error_line(proc) == (
         f"error: fairseq-generate log file {log}: line 3, byte column {column} (byte {offset} of the file): not "
         f"UTF-8 (bytes e9); convert the file first, e.g. iconv -f <encoding> -t utf-8")
     assert not (log.parent / "math_eval.md").exists()
@@ -328,6 +328,7 @@ def test_fairseq_tpr_math_eval_with_a_non_utf8_generate_log(bad_log, run_cli):
 def test_fairseq_tpr_score_with_a_non_utf8_generate_log(bad_log, run_cli):
     _, log, offset, column = bad_log
     proc = run_cli("fairseq-tpr-score", "--generate-log", log, "--metrics", "bleu")
+    assert proc.stderr.count("error:") == 1, proc.stderr[-3000:]
     assert error_line(proc) == (
-        f"fairseq-tpr-score: error: fairseq-generate log file {log}: line 3, byte column {column} (byte {offset} "
+        f"error: fairseq-generate log file {log}: line 3, byte column {column} (byte {offset} "
         f"of the file): not UTF-8 (bytes e9); convert the file first, e.g. iconv -f <encoding> -t utf-8")

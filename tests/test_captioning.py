@@ -17,10 +17,11 @@ from fairseq.data import Dictionary, indexed_dataset
 from fairseq.sequence_generator import SequenceGenerator
 
 from fairseq_tpr.scoring.captions import collect, read_generate_log, score
+from fairseq_tpr.cli.caption_score import main as caption_score_main
 from fairseq_tpr.cli.unbinding import main as unbinding_main
 from fairseq_tpr.corpora.shapes import write_shapes_corpus
 from fairseq_tpr.data.captioning import check_raw_split, load_features
-from fairseq_tpr.errors import InputError
+from fairseq_tpr.errors import ConfigError, InputError
 from fairseq_tpr.tasks.image_captioning import ImageCaptioningConfig, ImageCaptioningTask
 from test_atpl import build_captioner
 
@@ -200,6 +201,14 @@ def test_scorer_perfect_and_checks(tmp_path):
     (tmp_path / "hyp2.img").write_text("x\nz\n")
     with pytest.raises(InputError, match="image 'z' .* no reference"):
         collect(tmp_path / "refs.txt", tmp_path / "refs.img", ["a", "b"], tmp_path / "hyp2.img")
+    # fairseq-tpr-caption-score leaves these to the error hook (one "error:" line, exit status 2)
+    files = ["--refs", tmp_path / "refs.txt", "--ref-images", tmp_path / "refs.img", "--no-ptb-tokenize"]
+    with pytest.raises(InputError, match="1 hypotheses for 2 images .* --required-batch-size-multiple 1"):
+        caption_score_main([str(a) for a in ["--generate-log", tmp_path / "gen.log", "--hyp-images",
+                                             tmp_path / "hyp.img", *files]])
+    with pytest.raises(InputError, match=f"^{re.escape(str(tmp_path / 'nope.txt'))}: no such file$"):
+        caption_score_main([str(a) for a in ["--hyps", tmp_path / "nope.txt", "--hyp-images", tmp_path / "hyp.img",
+                                             *files]])
 
 
 # --------------------------------------------------------------------- end to end through the CLIs
@@ -309,17 +318,23 @@ def test_e2e_unbinding_dump(e2e):
         assert z["words"][z["offsets"][i]:z["offsets"][i + 1]].tolist() == raw_lines[i].split()
 
 
-def test_unbinding_refuses_a_captioning_checkpoint_and_empty_lines(e2e, tmp_path, capsys):
+def test_unbinding_refuses_a_captioning_checkpoint_and_empty_lines(e2e, tmp_path):
     root, _ = e2e
     (tmp_path / "s.txt").write_text("a red circle\n")
-    with pytest.raises(SystemExit, match="not an ATPL autoencoder"):
+    with pytest.raises(ConfigError, match="not an ATPL autoencoder"):
         unbinding_main(["--path", str(root / "atpl/checkpoint_last.pt"), "--input", str(tmp_path / "s.txt"),
                         "--out", str(tmp_path / "u.npz")])
     (tmp_path / "e.txt").write_text("a red circle\n\nthe square\n")
-    with pytest.raises(SystemExit) as exc:
-        unbinding_main(["--path", str(root / "ae_ckpt/checkpoint_last.pt"), "--input", str(tmp_path / "e.txt"),
-                        "--out", str(tmp_path / "u.npz")])
-    assert exc.value.code == 1 and "line 2 is empty" in capsys.readouterr().err
+    argv = ["--path", str(root / "ae_ckpt/checkpoint_last.pt"), "--input", str(tmp_path / "e.txt"),
+            "--out", str(tmp_path / "u.npz")]
+    with pytest.raises(InputError, match=r"e.txt line 2 is empty \(1 empty lines\)"):
+        unbinding_main(argv)
+    # the console script: the error hook's one line and exit status 2 (refused before torch is imported)
+    proc = _run(["fairseq-tpr-unbinding", *argv], REPO)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.stderr.splitlines() == [f"error: {tmp_path / 'e.txt'} line 2 is empty (1 empty lines); one sentence "
+                                        f"per line, no blank lines"]
+    assert not (tmp_path / "u.npz").exists()
 
 
 # --------------------------------------------------------------------- COCO preprocessing

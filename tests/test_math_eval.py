@@ -7,6 +7,7 @@ fixture release -> ``preprocess/math_dataset.sh`` -> ``fairseq-train --arch tp_t
 """
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -172,37 +173,42 @@ def test_out_dir(gen_dir, tmp_path):
     assert sorted(p.name for p in (tmp_path / "report").iterdir()) == ["math_eval.json", "math_eval.md"]
 
 
-def test_missing_hypotheses_give_an_error_and_no_report(gen_dir, capsys):
+def refused(argv, message, start=True):
+    """``main(argv)`` raises the InputError that the error hook reports (``error: <message>``, exit
+    status 2; ``test_console_script_error_has_no_traceback`` runs the console script); ``message``
+    begins its text (``start``) or is in it."""
+    with pytest.raises(InputError, match=("^" if start else "") + re.escape(message)) as exc:
+        math_eval_main([str(a) for a in argv])
+    return str(exc.value)
+
+
+def test_missing_hypotheses_give_an_error_and_no_report(gen_dir):
     data_bin, gen = gen_dir
     (gen / "generate-test1.txt").write_text(generate_output(OUTPUTS["test1"][:1], "test1"))
-    assert math_eval_main([str(data_bin), "--generate-dir", str(gen)]) == 1
-    err = capsys.readouterr().err
-    assert "error: generate-test1.txt (interpolate/numbers__place_value): 1 of 2 hypotheses, missing ids 1." in err
+    refused([data_bin, "--generate-dir", gen],
+            "generate-test1.txt (interpolate/numbers__place_value): 1 of 2 hypotheses, missing ids 1.")
     assert not (gen / "math_eval.md").exists() and not (gen / "math_eval.json").exists()
 
 
-def test_missing_generate_file(gen_dir, capsys):
+def test_missing_generate_file(gen_dir):
     data_bin, gen = gen_dir
     (gen / "generate-test2.txt").unlink()
-    assert math_eval_main([str(data_bin), "--generate-dir", str(gen)]) == 1
-    err = capsys.readouterr().err
-    assert f"error: {gen} lacks generate-test2.txt" in err and "--path CHECKPOINT" in err
+    err = refused([data_bin, "--generate-dir", gen], f"{gen} lacks generate-test2.txt")
+    assert "--path CHECKPOINT" in err
 
 
-def test_data_bin_without_test_sets(tmp_path, capsys):
-    assert math_eval_main([str(tmp_path), "--generate-dir", str(tmp_path)]) == 1
-    assert "test_sets.json is missing" in capsys.readouterr().err
-    assert math_eval_main([str(tmp_path / "nope"), "--generate-dir", str(tmp_path)]) == 1
-    assert "does not exist; build it with preprocess/math_dataset.sh" in capsys.readouterr().err
+def test_data_bin_without_test_sets(tmp_path):
+    refused([tmp_path, "--generate-dir", tmp_path], "test_sets.json is missing", start=False)
+    refused([tmp_path / "nope", "--generate-dir", tmp_path], "does not exist; build it with preprocess/math_dataset.sh",
+            start=False)
 
 
-def test_missing_checkpoint(gen_dir, capsys):
+def test_missing_checkpoint(gen_dir):
     data_bin, gen = gen_dir
-    assert math_eval_main([str(data_bin), "--path", str(gen / "nope.pt")]) == 1
-    assert f"error: checkpoint {gen / 'nope.pt'} does not exist." in capsys.readouterr().err
+    refused([data_bin, "--path", gen / "nope.pt"], f"checkpoint {gen / 'nope.pt'} does not exist.")
 
 
-def test_hypothesis_without_score_column_is_refused(gen_dir, capsys):
+def test_hypothesis_without_score_column_is_refused(gen_dir):
     """Read naively, ``H-0<TAB>5`` is an empty hypothesis, and perfect output would score 0.00%."""
     data_bin, gen = gen_dir
     text = generate_output(OUTPUTS["test1"], "test1", shuffle=False)
@@ -211,23 +217,20 @@ def test_hypothesis_without_score_column_is_refused(gen_dir, capsys):
     with pytest.raises(InputError, match=r"<text> line \d+: an H- line must read .*no score column"):
         me.parse_generate_output(bad, "<text>")
     (gen / "generate-test1.txt").write_text(bad)
-    assert math_eval_main([str(data_bin), "--generate-dir", str(gen)]) == 1
-    err = capsys.readouterr().err
     line = bad.splitlines().index("H-1\t4") + 1
-    assert f"error: {gen / 'generate-test1.txt'} line {line}: an H- line must read" in err
+    refused([data_bin, "--generate-dir", gen], f"{gen / 'generate-test1.txt'} line {line}: an H- line must read")
     assert not (gen / "math_eval.md").exists()
 
 
-def test_concatenated_runs_with_conflicting_targets_are_refused(gen_dir, capsys):
+def test_concatenated_runs_with_conflicting_targets_are_refused(gen_dir):
     data_bin, gen = gen_dir
     first = generate_output(OUTPUTS["test1"], "test1", shuffle=False)
     other = [(0, "What is the tens digit of 35?", "3", "3"), (1, "What is the tens digit of 250?", "5", "5")]
     second = generate_output(other, "test1", shuffle=False)
     (gen / "generate-test1.txt").write_text(first + second)
-    assert math_eval_main([str(data_bin), "--generate-dir", str(gen)]) == 1
-    err = capsys.readouterr().err
     line = (first + second).splitlines().index(f"S-1\t{tokenize(other[1][1])}") + 1
-    assert f"error: {gen / 'generate-test1.txt'} line {line}: sample id 1 has two different S- lines" in err
+    refused([data_bin, "--generate-dir", gen],
+            f"{gen / 'generate-test1.txt'} line {line}: sample id 1 has two different S- lines")
     with pytest.raises(InputError, match="sample id 1 has two different T- lines"):
         me.parse_generate_output(first + second.replace(f"S-1\t{tokenize(other[1][1])}\n", ""))
 
@@ -236,8 +239,11 @@ def test_console_script_error_has_no_traceback(gen_dir, run_cli):
     data_bin, gen = gen_dir
     (gen / "generate-test.txt").write_text("")
     proc = run_cli("fairseq-tpr-math-eval", data_bin, "--generate-dir", gen)
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert "error: generate-test.txt (interpolate/comparison__pair): 0 of 3 hypotheses, missing ids 0, 1, 2." in proc.stderr
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and errors[0].startswith(
+        "error: generate-test.txt (interpolate/comparison__pair): 0 of 3 hypotheses, missing ids 0, 1, 2.")
+    assert not (gen / "math_eval.md").exists()
 
 
 # ---------------------------------------------------------------------------------------------

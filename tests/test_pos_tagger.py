@@ -307,29 +307,40 @@ def test_cli_trains_reports_and_reloads(tmp_path, run_cli):
     assert words_amb["ambiguous_accuracy"] < 0.75
 
 
-def _exit_message(argv, capsys):
-    with pytest.raises(SystemExit) as e:
+def _input_error(argv):
+    """The message of the InputError that ``main(argv)`` raises: the error hook of
+    ``fairseq_tpr.errors`` reports it as one ``error:`` line with exit status 2."""
+    with pytest.raises(InputError) as e:
         pos_cli.main([str(a) for a in argv])
-    assert e.value.code not in (0, None)
-    return f"{e.value.code} {capsys.readouterr().err}"
+    return str(e.value)
 
 
 def test_cli_bad_input_messages(tmp_path, capsys):
     files = _cli_corpus(tmp_path, n_train=20)
     bad = tmp_path / "bad.npz"
     _write_dump(bad, [["a", "b"]])
-    msg = _exit_message(["--train-tags", files["train"][0], "--train-u", bad,
-                         "--valid-tags", files["valid"][0], "--valid-u", files["valid"][1], *SMALL], capsys)
+    msg = _input_error(["--train-tags", files["train"][0], "--train-u", bad,
+                        "--valid-tags", files["valid"][0], "--valid-u", files["valid"][1], *SMALL])
     assert "has 20 sentences but" in msg and "bad.npz has 1" in msg
-    msg = _exit_message(["--train-tags", files["train"][0], "--valid-tags", files["valid"][0], *SMALL], capsys)
-    assert "give --train-u --valid-u" in msg
+    # a missing flag is argparse's usage error (exit status 2 as well)
+    with pytest.raises(SystemExit) as e:
+        pos_cli.main([str(a) for a in ["--train-tags", files["train"][0], "--valid-tags", files["valid"][0], *SMALL]])
+    assert e.value.code == 2 and "give --train-u --valid-u" in capsys.readouterr().err
     other_dim = tmp_path / "dim.npz"
     _write_dump(other_dim, [s.words for s in read_tagged(files["valid"][0])], d_u=6)
-    msg = _exit_message(["--train-tags", files["train"][0], "--train-u", files["train"][1],
-                         "--valid-tags", files["valid"][0], "--valid-u", other_dim, *SMALL], capsys)
+    msg = _input_error(["--train-tags", files["train"][0], "--train-u", files["train"][1],
+                        "--valid-tags", files["valid"][0], "--valid-u", other_dim, *SMALL])
     assert "disagree on d_u" in msg
-    msg = _exit_message(["--load", tmp_path / "nope.pt", "--test-tags", files["test"][0]], capsys)
-    assert "no such checkpoint" in msg
+    msg = _input_error(["--load", tmp_path / "nope.pt", "--test-tags", files["test"][0]])
+    assert msg == f"{tmp_path / 'nope.pt'}: no such checkpoint"
+
+
+def test_cli_error_is_one_line_with_status_2(tmp_path, run_cli):
+    files = _cli_corpus(tmp_path, n_train=20)
+    r = run_cli("fairseq-tpr-pos-tagger", "--load", tmp_path / "nope.pt", "--test-tags", files["test"][0])
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert [line for line in r.stderr.splitlines() if "error:" in line] == [
+        f"error: {tmp_path / 'nope.pt'}: no such checkpoint"]
 
 
 def test_sentences_writer_gives_the_unbinding_input(tmp_path, capsys):

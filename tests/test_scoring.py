@@ -25,7 +25,7 @@ import pytest
 
 from fairseq_tpr.cli import score as cli
 from fairseq_tpr.corpora.synthetic import write_reversal_task
-from fairseq_tpr.errors import DependencyError, InputError
+from fairseq_tpr.errors import DependencyError, InputError, one_line
 from fairseq_tpr.scoring import (
     MeteorScorer, PerlRougeScorer, RougeScoreScorer, parse_generate_log,
     read_generate_log,
@@ -413,9 +413,14 @@ def test_generate_log_without_detokenized_lines_uses_h_lines(tmp_path):
 
 
 def _error(argv, capsys):
-    rc, out, err = _run(argv, capsys)
-    assert rc == 2, (rc, out, err)
-    assert err.startswith(f"{cli.PROG}: error: ") and "Traceback" not in err
+    """The ``error:`` line of the InputError that ``main(argv)`` raises: the error hook of
+    ``fairseq_tpr.errors`` prints it and exits 2 (tests/test_bad_data.py runs the console script)."""
+    with pytest.raises(InputError) as exc:
+        cli.main([str(a) for a in argv])
+    out, _ = capsys.readouterr()
+    assert not out, out  # no table for bad input
+    err = one_line(exc.value)
+    assert err.startswith("error: ")
     return err
 
 

@@ -19,11 +19,10 @@ Example::
 """
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from fairseq_tpr import register
-from fairseq_tpr.errors import FairseqTprError, InputError
+from fairseq_tpr.errors import InputError
 
 # fairseq_tpr.scoring.captions.METRICS, without importing the scorers (tests/test_cli_startup.py checks it)
 METRICS = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr")
@@ -56,16 +55,14 @@ def main(argv=None):
     register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are parsed
     from fairseq_tpr.scoring.captions import collect, read_generate_log, read_lines, score
 
-    try:
-        for p in (args.refs, args.ref_images, args.hyp_images, args.generate_log or args.hyps):
-            if not Path(p).exists():
-                raise InputError(f"{p}: no such file")
-        hyps = read_generate_log(args.generate_log) if args.generate_log else read_lines(args.hyps)
-        gts, res = collect(args.refs, args.ref_images, hyps, args.hyp_images)
-        scores = score(gts, res, ptb_tokenize=not args.no_ptb_tokenize, metrics=args.metrics)
-    except FairseqTprError as err:  # CaptionScoreError, or a generate log refused by its reader
-        print(f"fairseq-tpr-caption-score: error: {err}", file=sys.stderr)
-        sys.exit(1)
+    # an InputError or DependencyError (no Java, no pycocoevalcap) reaches the error hook of
+    # fairseq_tpr.errors: one 'error:' line, exit status 2
+    for p in (args.refs, args.ref_images, args.hyp_images, args.generate_log or args.hyps):
+        if not Path(p).exists():
+            raise InputError(f"{p}: no such file")
+    hyps = read_generate_log(args.generate_log) if args.generate_log else read_lines(args.hyps)
+    gts, res = collect(args.refs, args.ref_images, hyps, args.hyp_images)
+    scores = score(gts, res, ptb_tokenize=not args.no_ptb_tokenize, metrics=args.metrics)
     n_refs = sum(len(v) for v in gts.values())
     print(f"{len(res)} images, {n_refs} references ({n_refs / max(len(res), 1):.1f} per image); "
           f"pycocoevalcap{'' if not args.no_ptb_tokenize else ' without PTB tokenizer'}; SPICE not computed "

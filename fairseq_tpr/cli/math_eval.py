@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from fairseq_tpr import register
-from fairseq_tpr.errors import FairseqTprError, InputError
+from fairseq_tpr.errors import InputError
 
 
 def parse_args(argv):
@@ -65,29 +65,27 @@ def main(argv=None):
     register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are parsed
     from fairseq_tpr.scoring.math_eval import decode_all, evaluate_dir, format_markdown, load_test_sets
 
-    try:
-        test_sets = load_test_sets(args.data_bin)
-        if args.path is not None:
-            if not args.path.is_file():
-                raise InputError(f"checkpoint {args.path} does not exist.")
-            out_dir = args.out_dir or args.path.parent / "math_eval"
-            out_dir.mkdir(parents=True, exist_ok=True)
-            for stale in [f"generate-{s}.txt" for s in test_sets] + ["math_eval.md", "math_eval.json"]:
-                (out_dir / stale).unlink(missing_ok=True)  # a failed run must not leave an old report behind
-            print(f"decoding {len(test_sets)} test subsets with {args.path} (beam {args.beam}) into {out_dir}",
-                  file=sys.stderr, flush=True)
-            decode_all(args.data_bin, test_sets, args.path, out_dir, args.beam, args.batch_size, args.max_len_a,
-                       args.max_len_b, args.cpu, args.jobs, args.extra)
-            report = evaluate_dir(args.data_bin, out_dir, test_sets, str(args.path), beam=args.beam)
-        else:
-            if not args.generate_dir.is_dir():
-                raise InputError(f"--generate-dir {args.generate_dir} does not exist.")
-            out_dir = args.out_dir or args.generate_dir
-            report = evaluate_dir(args.data_bin, args.generate_dir, test_sets, str(args.generate_dir))
-            out_dir.mkdir(parents=True, exist_ok=True)
-    except FairseqTprError as err:  # InputError (MathEvalError), or a generate file refused by its reader
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+    # an InputError (a bad data-bin, a missing or refused generate file) reaches the error hook of
+    # fairseq_tpr.errors: one 'error:' line, exit status 2
+    test_sets = load_test_sets(args.data_bin)
+    if args.path is not None:
+        if not args.path.is_file():
+            raise InputError(f"checkpoint {args.path} does not exist.")
+        out_dir = args.out_dir or args.path.parent / "math_eval"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for stale in [f"generate-{s}.txt" for s in test_sets] + ["math_eval.md", "math_eval.json"]:
+            (out_dir / stale).unlink(missing_ok=True)  # a failed run must not leave an old report behind
+        print(f"decoding {len(test_sets)} test subsets with {args.path} (beam {args.beam}) into {out_dir}",
+              file=sys.stderr, flush=True)
+        decode_all(args.data_bin, test_sets, args.path, out_dir, args.beam, args.batch_size, args.max_len_a,
+                   args.max_len_b, args.cpu, args.jobs, args.extra)
+        report = evaluate_dir(args.data_bin, out_dir, test_sets, str(args.path), beam=args.beam)
+    else:
+        if not args.generate_dir.is_dir():
+            raise InputError(f"--generate-dir {args.generate_dir} does not exist.")
+        out_dir = args.out_dir or args.generate_dir
+        report = evaluate_dir(args.data_bin, args.generate_dir, test_sets, str(args.generate_dir))
+        out_dir.mkdir(parents=True, exist_ok=True)
     markdown = format_markdown(report)
     (out_dir / "math_eval.json").write_text(json.dumps(report, indent=1) + "\n")
     (out_dir / "math_eval.md").write_text(markdown)

@@ -30,7 +30,6 @@ import sys
 from pathlib import Path
 
 from fairseq_tpr import register
-from fairseq_tpr.errors import FairseqTprError
 
 # fairseq_tpr.grammar.pos_tagger.SPLITS and the choices of fairseq_tpr.modules.pos_tagger, without
 # importing torch (tests/test_cli_startup.py checks them)
@@ -102,35 +101,34 @@ def main(argv=None):
         if args.max_epochs < 1 or args.patience < 1 or args.batch_size < 1:
             parser.error("--max-epochs, --patience and --batch-size must be >= 1")
 
-    try:
-        ckpt = pos.load_checkpoint(args.load) if args.load else None
-        cfg = ckpt["config"] if ckpt is not None else {k: getattr(args, k) for k in pos.MODEL_KEYS}
-        need_u = pos.uses_unbinding(cfg)
-        if need_u:
-            missing = [f"--{s}-u" for s in given if not getattr(args, f"{s}_u")]
-            if missing:
-                parser.error(f"--features {cfg['features']} reads unbinding vectors: give {' '.join(missing)} "
-                             f"(write them with fairseq-tpr-unbinding), or use --features words")
-        elif any(getattr(args, f"{s}_u") for s in given):
-            print("note: --features words ignores the --*-u files", file=sys.stderr)
-        tag_files = {s: getattr(args, f"{s}_tags") for s in given}
-        u_files = {s: getattr(args, f"{s}_u") for s in given}
-        splits, words, tags, ambiguous = pos.load_data(tag_files, u_files, cfg, ckpt, args.tag_format,
-                                                       args.conllu_column)
-        print(pos.describe(splits, words, tags, ambiguous, cfg), file=sys.stderr)
+    # an InputError (a bad tag or unbinding file) or CheckpointError reaches the error hook of
+    # fairseq_tpr.errors: one 'error:' line, exit status 2
+    ckpt = pos.load_checkpoint(args.load) if args.load else None
+    cfg = ckpt["config"] if ckpt is not None else {k: getattr(args, k) for k in pos.MODEL_KEYS}
+    need_u = pos.uses_unbinding(cfg)
+    if need_u:
+        missing = [f"--{s}-u" for s in given if not getattr(args, f"{s}_u")]
+        if missing:
+            parser.error(f"--features {cfg['features']} reads unbinding vectors: give {' '.join(missing)} "
+                         f"(write them with fairseq-tpr-unbinding), or use --features words")
+    elif any(getattr(args, f"{s}_u") for s in given):
+        print("note: --features words ignores the --*-u files", file=sys.stderr)
+    tag_files = {s: getattr(args, f"{s}_tags") for s in given}
+    u_files = {s: getattr(args, f"{s}_u") for s in given}
+    splits, words, tags, ambiguous = pos.load_data(tag_files, u_files, cfg, ckpt, args.tag_format,
+                                                   args.conllu_column)
+    print(pos.describe(splits, words, tags, ambiguous, cfg), file=sys.stderr)
 
-        torch.manual_seed(args.seed)
-        device = torch.device(args.device)
-        model = pos.build_model(cfg, len(words), len(tags)).to(device)
-        if ckpt is not None:
-            model.load_state_dict(ckpt["model"])
-        else:
-            model, best_epoch = pos.train(
-                cfg, model, splits, device, words, tags, ambiguous, seed=args.seed, max_epochs=args.max_epochs,
-                patience=args.patience, batch_size=args.batch_size, lr=args.lr, clip_norm=args.clip_norm,
-                save_dir=args.save_dir, progress=not args.no_progress_bar)
-    except FairseqTprError as e:  # CorpusError included
-        sys.exit(f"error: {e}")
+    torch.manual_seed(args.seed)
+    device = torch.device(args.device)
+    model = pos.build_model(cfg, len(words), len(tags)).to(device)
+    if ckpt is not None:
+        model.load_state_dict(ckpt["model"])
+    else:
+        model, best_epoch = pos.train(
+            cfg, model, splits, device, words, tags, ambiguous, seed=args.seed, max_epochs=args.max_epochs,
+            patience=args.patience, batch_size=args.batch_size, lr=args.lr, clip_norm=args.clip_norm,
+            save_dir=args.save_dir, progress=not args.no_progress_bar)
 
     rows = pos.evaluate(model, splits, device, batch_size=args.batch_size)
     print(pos.markdown(rows, pos.title(cfg)))

@@ -15,10 +15,8 @@ TP-Transformer (continuous or discrete roles). Label file format: see
 :func:`fairseq_tpr.analysis.layer_probe.probe_checkpoint`.
 """
 import argparse
-import sys
 
 from fairseq_tpr import register
-from fairseq_tpr.errors import FairseqTprError
 
 # fairseq_tpr.analysis.layer_probe.REPRESENTATIONS, without importing torch (tests/test_cli_startup.py checks it)
 REPRESENTATIONS = ("role", "filler", "tpr", "layer")
@@ -61,16 +59,14 @@ def main(argv=None):
     register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are parsed
     from fairseq_tpr.analysis.layer_probe import probe_checkpoint
 
-    try:
-        probe_checkpoint(a.data, a.path, a.train_labels, a.eval_labels, side=a.side, attention=a.attention,
-                         representations=a.representation, layers=a.layers, train_split=a.train_split,
-                         max_train_examples=a.max_train_examples, eval_split=a.eval_split,
-                         max_eval_examples=a.max_eval_examples, label_format=a.label_format,
-                         conv_context=a.conv_context, proj=a.proj, hidden=a.hidden, epochs=a.epochs, lr=a.lr,
-                         batch_size=a.batch_size, seed=a.seed, cpu=a.cpu, json_path=a.json)
-    except FairseqTprError as e:  # AnalysisError
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    # an InputError (a bad label file, split) or ConfigError (a flag or checkpoint that does not fit)
+    # reaches the error hook of fairseq_tpr.errors: one 'error:' line, exit status 2
+    probe_checkpoint(a.data, a.path, a.train_labels, a.eval_labels, side=a.side, attention=a.attention,
+                     representations=a.representation, layers=a.layers, train_split=a.train_split,
+                     max_train_examples=a.max_train_examples, eval_split=a.eval_split,
+                     max_eval_examples=a.max_eval_examples, label_format=a.label_format,
+                     conv_context=a.conv_context, proj=a.proj, hidden=a.hidden, epochs=a.epochs, lr=a.lr,
+                     batch_size=a.batch_size, seed=a.seed, cpu=a.cpu, json_path=a.json)
 
 
 if __name__ == "__main__":

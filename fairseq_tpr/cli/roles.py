@@ -18,10 +18,8 @@ Eq. 3-6) or role distributions (discrete roles, Jiang et al. Eq. 5), see
 are the functions of :mod:`fairseq_tpr.analysis.roles`.
 """
 import argparse
-import sys
 
 from fairseq_tpr import register
-from fairseq_tpr.errors import FairseqTprError
 
 # fairseq_tpr.analysis.capture.COMPONENTS and fairseq_tpr.analysis.dump.ROLE_COMPONENTS, without
 # importing torch (tests/test_cli_startup.py checks them)
@@ -109,11 +107,9 @@ def _run(a):
 def main(argv=None):
     a = build_parser().parse_args(argv)
     register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are parsed
-    try:
-        _run(a)
-    except FairseqTprError as e:  # AnalysisError
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    # an InputError or ConfigError reaches the error hook of fairseq_tpr.errors: one 'error:' line,
+    # exit status 2
+    _run(a)
 
 
 if __name__ == "__main__":

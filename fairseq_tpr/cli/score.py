@@ -22,7 +22,6 @@ import sys
 from pathlib import Path
 
 from fairseq_tpr import register
-from fairseq_tpr.errors import InputError
 
 PROG = "fairseq-tpr-score"
 # the parser's choices, without importing the scorers (torch, fairseq); tests/test_cli_startup.py
@@ -84,14 +83,12 @@ def main(argv=None):
     from fairseq_tpr.scoring import build_scorer, read_generate_log, read_plain
     from fairseq_tpr.scoring.report import markdown, run_scorers, text_notes
 
-    try:
-        if args.generate_log:
-            data = read_generate_log(args.generate_log, args.ref, args.expect)
-        else:
-            data = read_plain(args.hyp, args.ref)
-    except InputError as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
+    # an InputError (a missing, empty or undecodable file, mismatched counts) reaches the error hook of
+    # fairseq_tpr.errors: one 'error:' line, exit status 2
+    if args.generate_log:
+        data = read_generate_log(args.generate_log, args.ref, args.expect)
+    else:
+        data = read_plain(args.hyp, args.ref)
 
     notes, warnings = text_notes(data, keys, char=args.char, sentence_split=args.sentence_split,
                                  metrics_named=args.metrics is not None)

@@ -17,11 +17,10 @@ The checkpoint's task (``translation``) needs its dictionaries: they are read fr
 directory stored in the checkpoint, or from ``--data DIR`` when it moved.
 """
 import argparse
-import sys
 from pathlib import Path
 
 from fairseq_tpr import register
-from fairseq_tpr.errors import FairseqTprError
+from fairseq_tpr.errors import InputError
 
 
 def main(argv=None):
@@ -35,25 +34,23 @@ def main(argv=None):
     parser.add_argument("--data", help="data directory with the checkpoint's dictionaries (if it moved)")
     parser.add_argument("--cpu", action="store_true", help="stay on CPU even when CUDA is available")
     args = parser.parse_args(argv)
+    # an InputError, or the ConfigError/CheckpointError of load_autoencoder, reaches the error hook of
+    # fairseq_tpr.errors: one 'error:' line, exit status 2
     for p in (args.path, args.input):
         if not Path(p).exists():
-            parser.error(f"{p}: no such file")
+            raise InputError(f"{p}: no such file")
     sentences = Path(args.input).read_text(encoding="utf-8").splitlines()
     empty = [n for n, s in enumerate(sentences, 1) if not s.split()]
     if empty:
-        print(f"fairseq-tpr-unbinding: error: {args.input} line {empty[0]} is empty ({len(empty)} empty lines); "
-              f"one sentence per line, no blank lines", file=sys.stderr)
-        sys.exit(1)
+        raise InputError(f"{args.input} line {empty[0]} is empty ({len(empty)} empty lines); "
+                         f"one sentence per line, no blank lines")
     register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are checked
     import numpy as np
     import torch
 
     from fairseq_tpr.grammar.unbinding import load_autoencoder, unbinding_vectors
 
-    try:
-        model, task = load_autoencoder(args.path, args.data)
-    except FairseqTprError as err:
-        raise SystemExit(f"fairseq-tpr-unbinding: {err}")
+    model, task = load_autoencoder(args.path, args.data)
     device = "cuda" if torch.cuda.is_available() and not args.cpu else "cpu"
     model = model.to(device)
     vectors, offsets, words, n_unk = unbinding_vectors(model, task.source_dictionary, task.target_dictionary,
