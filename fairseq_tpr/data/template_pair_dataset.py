@@ -15,7 +15,6 @@ from fairseq.data import LanguagePairDataset, data_utils
 
 from ..errors import InputError
 
-TemplateDataError = InputError  # the old name, still imported by tasks/template_summarization.py
 
 
 def check_templates(templates, template_sizes, n_sources: int, template_path: str, source_path: str) -> None:

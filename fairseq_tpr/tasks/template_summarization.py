@@ -28,7 +28,7 @@ from fairseq.data import data_utils, indexed_dataset
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
-from ..data.template_pair_dataset import TemplateDataError, TemplatePairDataset, check_templates
+from ..data.template_pair_dataset import TemplatePairDataset, check_templates
 from ..errors import InputError
 
 TEMPLATE_LANG = "template"
@@ -174,4 +174,4 @@ class TemplateSummarizationTask(TranslationTask):
         }
 
 
-__all__ = ["TemplateSummarizationTask", "TemplateSummarizationConfig", "TemplateDataError"]
+__all__ = ["TemplateSummarizationTask", "TemplateSummarizationConfig"]
