@@ -49,13 +49,14 @@ CTREE = np.array([[3, 2, 1, 1], [2, 3, 1, 1], [1, 1, 3, 2], [1, 1, 2, 3]]) / 7.0
 #   row 3: 1, 1, 1+1+1=3, 1+1=2 (7);    row 4: 1, 1, 2, 1+1+2=4 (8)
 CTREE_NUC = np.array([[5 / 10, 3 / 10, 1 / 10, 1 / 10], [3 / 9, 4 / 9, 1 / 9, 1 / 9],
                       [1 / 7, 1 / 7, 3 / 7, 2 / 7], [1 / 8, 1 / 8, 2 / 8, 4 / 8]])
-# D-Tree by hand: head(12) = 1, head(34) = 4, head(root) = head of nucleus child {12} = 1.
-# unit 1 heads the root -> root; unit 2 (satellite leaf) -> head({12}) = 1;
-# unit 4 heads {34}, a satellite of root -> head(root) = 1; unit 3 -> head({34}) = 4.
+# D-Tree by hand, Hirao (the authors' find_S_ancestor): head(12) = 1, head(34) = 4, head(root) = 1.
+# unit 1: N, climbs {12} (N) to the root -> a root; unit 2 (S) -> head({12}) = 1;
+# unit 3 (S) -> head({34}) = 4; unit 4: N, climbs to {34}, a satellite -> head(root) = 1.
 PARENTS = [0, 0, 3, 0]
-# P rows: 1->1, 2->1, 3->4, 4->1.  children: 1 has {2, 4}; 2 none; 3 none; 4 has {3}
-DTREE = (np.array([[1, 0, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1], [1, 0, 0, 0]])
-         + np.array([[0, .5, 0, .5], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 1, 0]])) / 2
+# default matrix: the parent mask P alone (the authors' loader), rows 1->1, 2->1, 3->4, 4->1
+DTREE = np.array([[1, 0, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1], [1, 0, 0, 0]], dtype=float)
+# --dtree-matrix parent-children: (P + C) / 2, children: 1 has {2, 4}; 2 none; 3 none; 4 has {3}
+DTREE_PC = (DTREE + np.array([[0, .5, 0, .5], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 1, 0]])) / 2
 
 
 @pytest.mark.parametrize("text", [DIS, JSON, JSON_PAIRS, SPANS], ids=["bracketed", "json", "json-pairs", "span-list"])
@@ -65,9 +66,10 @@ def test_formats_give_the_same_tree_and_hand_matrices(text):
         (1, 4, None), (1, 2, "N"), (1, 1, "N"), (2, 2, "S"), (3, 4, "S"), (3, 3, "S"), (4, 4, "N")]
     np.testing.assert_allclose(ctree_matrix(t), CTREE)
     np.testing.assert_allclose(ctree_matrix(t, nuclearity=True), CTREE_NUC)
-    assert dependency_parents(t).tolist() == PARENTS
+    assert dependency_parents(t).tolist() == PARENTS == dependency_parents(t, "li").tolist()  # no multinuclear node
     np.testing.assert_allclose(dtree_matrix(t), DTREE)
-    for m in (ctree_matrix(t), ctree_matrix(t, True), dtree_matrix(t)):
+    np.testing.assert_allclose(dtree_matrix(t, matrix="parent-children"), DTREE_PC)
+    for m in (ctree_matrix(t), ctree_matrix(t, True), dtree_matrix(t), dtree_matrix(t, "li", "parent-children")):
         np.testing.assert_allclose(m.sum(1), 1.0)
 
 
@@ -77,11 +79,18 @@ def test_relation_labels_are_kept():
     assert parse_tree("(Root (Nucleus:contrast (leaf 1)) (Nucleus:contrast (leaf 2)))", 2).children[0].relation == "contrast"
 
 
-def test_multinuclear_second_nucleus_depends_on_first():
+def test_multinuclear_nuclei_hirao_climbs_past_li_attaches_to_the_first():
     t = parse_tree("(Root (Nucleus (leaf 1)) (Nucleus (leaf 2)) (Satellite (leaf 3)))", 3)
-    assert dependency_parents(t).tolist() == [0, 0, 0]
+    assert dependency_parents(t).tolist() == [0, 1, 0]  # Hirao: units 1 and 2 reach the root through nuclei
+    assert dependency_parents(t, "li").tolist() == [0, 0, 0]  # Li: the later nucleus depends on the first
+    np.testing.assert_allclose(dtree_matrix(t), np.eye(3)[[0, 1, 0]])
     t = parse_tree("(Root (Satellite (leaf 1)) (Nucleus (span 2 3) (Nucleus (leaf 2)) (Nucleus (leaf 3))))", 3)
-    assert dependency_parents(t).tolist() == [1, 1, 1]
+    assert dependency_parents(t).tolist() == [1, 1, 2]
+    assert dependency_parents(t, "li").tolist() == [1, 1, 1]
+    with pytest.raises(ValueError, match="dependency conversion 'x'"):
+        dependency_parents(t, "x")
+    with pytest.raises(ValueError, match="D-Tree matrix 'x'"):
+        dtree_matrix(t, matrix="x")
 
 
 def test_right_branching():
@@ -109,11 +118,12 @@ def test_batched_torch_matrices_equal_numpy_with_padding():
             n = t.end
             np.testing.assert_allclose(m[b, :n, :n].numpy(), ctree_matrix(t, nuc), rtol=1e-6)
             assert m[b, n:].abs().sum() == 0 and m[b, :, n:].abs().sum() == 0
-    d = dtree_matrices(parents, mask)
-    for b, t in enumerate(trees):
-        n = t.end
-        np.testing.assert_allclose(d[b, :n, :n].numpy(), dtree_matrix(t), rtol=1e-6)
-        assert d[b, n:].abs().sum() == 0
+    for children, matrix in ((False, "parent"), (True, "parent-children")):
+        d = dtree_matrices(parents, mask, children=children)
+        for b, t in enumerate(trees):
+            n = t.end
+            np.testing.assert_allclose(d[b, :n, :n].numpy(), dtree_matrix(t, matrix=matrix), rtol=1e-6)
+            assert d[b, n:].abs().sum() == 0
 
 
 @pytest.mark.parametrize("text,n,msg", [

@@ -23,16 +23,27 @@ Encodings (each returns an n x n float matrix whose rows sum to 1; no softmax is
 - **C-Tree with nuclearity** (variant #3): the same sum with weight 2 for a nucleus node and 1 for
   a satellite node. The root is neither; it gets 1 (as in the authors' code, whose root falls into
   the satellite branch).
-- **D-Tree** (variant #1): the constituency tree is converted to a dependency tree (Hirao et al.
-  2013): the head of a leaf is its unit, the head of an internal node is the head of its leftmost
-  nucleus child; the parent of unit u is the head of the parent of the highest node headed by u
-  (the unit heading the root is the root). Then parent/children attention (Xu et al. 2020 build the
-  parent and the children masks): ``P_ij = 1`` if j is i's parent (``P_ii = 1`` for the root),
-  ``C_ij = 1/|children(i)|`` for each dependent j of i (``C_ii = 1`` if i has none), and
-  ``M = (P + C) / 2``: half of a unit's attention goes to its parent, half is shared by its
-  dependents. (The authors' code keeps P and C as two masks; one matrix is needed for the single
-  tree head of the slides' table, so we average them. In a multinuclear node the later nuclei
-  depend on the first, as in Hirao et al.; the authors' code instead climbs past them.)
+- **D-Tree** (variant #1): the constituency tree is converted to a dependency tree, then the
+  dependency tree to a matrix. Both steps have two named variants; the defaults are the authors'
+  code (Wendy-Xiao/ext_summ_disco_tree_attn, ``build_attention_map.py`` and ``dataloader.py``):
+
+  * conversion ``hirao`` (default; Hirao et al. 2013, the authors' ``find_S_ancestor``): the head
+    of a leaf is its unit, the head of an internal node the head of its leftmost nucleus child;
+    from the leaf of unit u climb while the node is a nucleus; at the first satellite node s the
+    parent of u is the head of s's parent; a unit whose climb reaches the root through nuclei
+    only is a root (its own parent). So in a multinuclear node every nucleus but the first climbs
+    past the node (several roots are possible when the top relation is multinuclear);
+  * conversion ``li`` (Li et al. 2014 style; what this module called "Hirao" before): the parent
+    of unit u is the head of the parent of the highest node headed by u, so in a multinuclear
+    node the later nuclei depend on the first one; exactly one root;
+  * matrix ``parent`` (default; the authors' loader feeds only ``par_attention_mask``, rows
+    L1-normalised): ``P_ij = 1`` if j is i's parent (``P_ii = 1`` for a root);
+  * matrix ``parent-children``: ``M = (P + C) / 2`` with ``C_ij = 1/|children(i)|`` for each
+    dependent j of i (``C_ii = 1`` if i has none; the authors build this ``chil_attention_mask``
+    but do not feed it): half of a unit's attention goes to its parent, half to its dependents.
+
+  The conversion is chosen when the data is built (``preprocess/extractive.py
+  --dependency-conversion``: it writes the parents), the matrix by the model (``--dtree-matrix``).
 
 :func:`right_branching_tree` builds the tree used when no parser output exists: unit i is the
 nucleus and the rest of the document (i+1..n) its satellite, recursively.
@@ -126,28 +137,44 @@ def right_branching_tree(n):
 
 
 # ----------------------------------------------------------------------------------- encodings
-def dependency_parents(root):
-    """0-based dependency parent of each unit (Hirao et al. 2013 conversion, module docstring);
-    the root unit is its own parent."""
+DEPENDENCY_CONVERSIONS = ("hirao", "li")
+DTREE_MATRICES = ("parent", "parent-children")
+
+
+def _head(node):
+    """The unit heading ``node`` (1-based): the leaf reached through leftmost nucleus children."""
+    while not node.is_leaf():
+        node = next(c for c in node.children if c.nuclearity == NUCLEUS)
+    return node.start
+
+
+def dependency_parents(root, conversion="hirao"):
+    """0-based dependency parent of each unit; a root unit is its own parent. ``conversion`` is
+    ``"hirao"`` (the authors' ``find_S_ancestor``) or ``"li"`` (module docstring)."""
+    if conversion not in DEPENDENCY_CONVERSIONS:
+        raise ValueError(f"dependency conversion {conversion!r}: choose from {', '.join(DEPENDENCY_CONVERSIONS)}")
     n = root.end
-
-    def head(node):
-        if node.is_leaf():
-            return node.start
-        return head(next(c for c in node.children if c.nuclearity == NUCLEUS))
-
     parents = [None] * (n + 1)
+    if conversion == "hirao":
+        up = {}  # id(node) -> parent node
+        for v in root.nodes():
+            for c in v.children:
+                up[id(c)] = v
+        for leaf in root.leaves():
+            v = leaf
+            while v is not root and v.nuclearity == NUCLEUS:
+                v = up[id(v)]
+            parents[leaf.start] = leaf.start if v is root else _head(up[id(v)])
+    else:
+        def visit(node, parent_head):
+            h = _head(node)
+            for c in node.children:
+                # the highest node headed by c's head is c when c's head differs from node's head
+                visit(c, h if _head(c) != h else parent_head)
+            if node.is_leaf():
+                parents[node.start] = parent_head if parent_head is not None else node.start
 
-    def visit(node, parent_head):
-        h = head(node)
-        for c in node.children:
-            ch = head(c)
-            # the highest node headed by ch is c when c's head differs from node's head
-            visit(c, h if ch != h else parent_head)
-        if node.is_leaf():
-            parents[node.start] = parent_head if parent_head is not None else node.start
-
-    visit(root, None)
+        visit(root, None)
     return np.array([p - 1 for p in parents[1:]], dtype=np.int64)
 
 
@@ -165,12 +192,17 @@ def ctree_matrix(root, nuclearity=False):
     return _row_normalise(m)
 
 
-def dtree_matrix(root):
-    """D-Tree: ``(P + C) / 2`` from the dependency conversion (module docstring), n x n."""
-    parents = dependency_parents(root)
+def dtree_matrix(root, conversion="hirao", matrix="parent"):
+    """D-Tree, n x n: ``P`` (``matrix="parent"``) or ``(P + C) / 2`` (``"parent-children"``) of the
+    ``conversion``'s dependency tree (module docstring)."""
+    if matrix not in DTREE_MATRICES:
+        raise ValueError(f"D-Tree matrix {matrix!r}: choose from {', '.join(DTREE_MATRICES)}")
+    parents = dependency_parents(root, conversion)
     n = len(parents)
     p, c = np.zeros((n, n)), np.zeros((n, n))
     p[np.arange(n), parents] = 1.0
+    if matrix == "parent":
+        return p
     for i in range(n):
         kids = [j for j in range(n) if parents[j] == i and j != i]
         if kids:
@@ -184,12 +216,12 @@ ENCODINGS = {"dtree": dtree_matrix, "ctree": ctree_matrix, "ctree-nuc": lambda t
 
 
 # ----------------------------------------------------------------------------------- compact form
-def tree_to_arrays(root):
+def tree_to_arrays(root, conversion="hirao"):
     """``(nodes, parents)``: nodes is K x 3 int32 rows ``(start, end, code)`` with 0-based start, exclusive
     end and code 0 root / 1 nucleus / 2 satellite (pre-order, root first); parents the 0-based dependency
-    parent of each unit (:func:`dependency_parents`)."""
+    parent of each unit (:func:`dependency_parents` with ``conversion``)."""
     nodes = np.array([(v.start - 1, v.end, NUC_CODES[v.nuclearity]) for v in root.nodes()], dtype=np.int32)
-    return nodes, dependency_parents(root).astype(np.int32)
+    return nodes, dependency_parents(root, conversion).astype(np.int32)
 
 
 def ctree_matrices(spans, codes, n_units, nuclearity=False):
@@ -205,12 +237,15 @@ def ctree_matrices(spans, codes, n_units, nuclearity=False):
     return m / m.sum(-1, keepdim=True).clamp_min(1e-9)
 
 
-def dtree_matrices(parents, unit_mask):
-    """Batched D-Tree matrices from ``parents`` (B x T long, 0-based, root = itself; padding rows point
-    at themselves) and ``unit_mask`` (B x T bool, True for real units). Returns B x T x T."""
+def dtree_matrices(parents, unit_mask, children=False):
+    """Batched D-Tree matrices from ``parents`` (B x T long, 0-based, a root = itself; padding rows point
+    at themselves) and ``unit_mask`` (B x T bool, True for real units): ``P``, or ``(P + C) / 2`` with
+    ``children=True`` (module docstring). Returns B x T x T (rows of padded units zero)."""
     B, T = parents.shape
-    eye = torch.eye(T, device=parents.device).expand(B, T, T)
     p = torch.nn.functional.one_hot(parents, T).to(torch.float32) * unit_mask.unsqueeze(-1)  # B x T x T
+    if not children:
+        return p
+    eye = torch.eye(T, device=parents.device).expand(B, T, T)
     dep = p.transpose(1, 2) * (1 - eye)  # dep[b, i, j] = 1 if j's parent is i (j != i)
     n_kids = dep.sum(-1, keepdim=True)
     c = torch.where(n_kids > 0, dep / n_kids.clamp_min(1), eye * unit_mask.unsqueeze(-1))
