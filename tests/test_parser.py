@@ -261,7 +261,7 @@ def test_vocab_and_unknown_categories(tmp_path, shapes):
 
 # ----------------------------------------------------------------------------- CLI
 
-SMALL = ["--hidden", "16", "--rank", "8", "--max-epochs", "3", "--patience", "3", "--batch-size", "16",
+SMALL = ["--hidden", "8", "--rank", "4", "--max-epochs", "2", "--patience", "2", "--batch-size", "32",
          "--lr", "0.01", "--no-progress-bar"]
 
 
