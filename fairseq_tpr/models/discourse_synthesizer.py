@@ -76,9 +76,10 @@ class DiscourseSynthesizerModel(ChecksOptions, BaseFairseqModel):
         self.input_proj = nn.Linear(unit_dim, d) if unit_dim != d else nn.Identity()
         self.register_buffer("positions", sinusoid(max_units, d), persistent=False)
         cls = ATTENTIONS[args.attention]
+        extra = {"matrix": args.dtree_matrix} if args.attention == "dtree" else {}
         self.layers = nn.ModuleList(
             SynthesizerEncoderLayer(cls(d, args.attention_heads, args.attention_head_dim, max_units,
-                                        args.attention_dropout), d, args.encoder_ffn_embed_dim, args.dropout)
+                                        args.attention_dropout, **extra), d, args.encoder_ffn_embed_dim, args.dropout)
             for _ in range(args.encoder_layers))
         self.final_norm = nn.LayerNorm(d)
         h = args.scorer_hidden_dim
@@ -91,6 +92,8 @@ class DiscourseSynthesizerModel(ChecksOptions, BaseFairseqModel):
                             help="self-attention of every layer: dot-product, Synthesizer dense/random, none, or a "
                                  "discourse-tree matrix")
         parser.add_argument("--attention-heads", type=int, metavar="H", help="heads (only --attention dot takes > 1)")
+        parser.add_argument("--dtree-matrix", choices=["parent", "parent-children"],
+                            help="--attention dtree: the parent mask P (default, the authors' code) or (P + C) / 2")
         parser.add_argument("--attention-head-dim", type=int, metavar="N", help="d_k = d_v per head")
         parser.add_argument("--encoder-embed-dim", type=int, metavar="N", help="d_model")
         parser.add_argument("--encoder-ffn-embed-dim", type=int, metavar="N", help="d_inner of the feed-forward")
@@ -103,7 +106,11 @@ class DiscourseSynthesizerModel(ChecksOptions, BaseFairseqModel):
 
     @classmethod
     def check_options(cls, args, task):
+        dtree_matrix = getattr(args, "dtree_matrix", None)
         discourse_synthesizer_base(args)
+        if dtree_matrix == "parent-children" and args.attention != "dtree":
+            raise ConfigError(f"--dtree-matrix parent-children with --attention {args.attention}: the D-Tree matrix "
+                              f"is used by --attention dtree only; drop --dtree-matrix or use --attention dtree")
         arch = getattr(args, "arch", "discourse_synthesizer")
         if getattr(task, "unit_dim", None) is None:
             raise ConfigError(f"--arch {arch} scores document units: use --task extractive_summarization")
@@ -157,6 +164,7 @@ def discourse_synthesizer_base(args):
     args.attention = getattr(args, "attention", None) or "dot"
     args.attention_heads = getattr(args, "attention_heads", None) or (8 if args.attention == "dot" else 1)
     args.attention_head_dim = getattr(args, "attention_head_dim", None) or 64
+    args.dtree_matrix = getattr(args, "dtree_matrix", None) or "parent"
     args.encoder_embed_dim = getattr(args, "encoder_embed_dim", None) or 768
     args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", None) or 3072
     args.encoder_layers = getattr(args, "encoder_layers", None) or 2

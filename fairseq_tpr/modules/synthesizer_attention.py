@@ -15,7 +15,8 @@ is made:
 ``random-learned``     ``softmax(R[:T, :T])``, R l x l trained                       R (l x l)
 ``random-fixed``       ``softmax(R[:T, :T])``, R l x l drawn once, frozen (buffer)   none
 ``none``               ``I`` (every unit attends only to itself)                     none
-``dtree``              D-Tree matrix of the document (no softmax)                    none
+``dtree``              D-Tree matrix of the document (no softmax): parent mask P,    none
+                       or (P + C) / 2 with ``--dtree-matrix parent-children``
 ``ctree``              C-Tree matrix (no softmax)                                    none
 ``ctree-nuc``          C-Tree-with-nuclearity matrix (no softmax)                    none
 =====================  ==========================================================  ===================
@@ -139,10 +140,26 @@ class _TreeAttention(SynthesizerAttention):
 
 
 class DTreeAttention(_TreeAttention):
-    """Discourse tree attention, variant #1 (D-Tree): ``A`` = the fixed D-Tree matrix."""
+    """Discourse tree attention, variant #1 (D-Tree): ``A`` = the fixed D-Tree matrix of the dependency
+    parents in the data: the parent mask ``P`` (``matrix="parent"``, the authors' loader) or
+    ``(P + C) / 2`` (``"parent-children"``). The choice is kept in the buffer ``children_share`` (0 or
+    0.5), so a checkpoint says what it was trained with; checkpoints from before the option have no
+    such buffer and were trained with ``(P + C) / 2``, which :meth:`upgrade_state_dict_named` restores."""
+
+    def __init__(self, embed_dim, num_heads=1, head_dim=64, max_units=128, dropout=0.0, matrix="parent"):
+        super().__init__(embed_dim, num_heads, head_dim, max_units, dropout)
+        if matrix not in ("parent", "parent-children"):
+            raise ValueError(f"D-Tree matrix {matrix!r}: choose parent or parent-children")
+        self.register_buffer("children_share", torch.tensor(0.5 if matrix == "parent-children" else 0.0))
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        key = f"{name}.children_share" if name else "children_share"
+        if key not in state_dict:  # trained before --dtree-matrix existed: (P + C) / 2
+            state_dict[key] = torch.tensor(0.5)
 
     def attention_weights(self, x, pad_mask, tree):
-        return dtree_matrices(tree["dep_parents"], ~pad_mask).unsqueeze(1).to(x.dtype)
+        children = float(self.children_share) > 0
+        return dtree_matrices(tree["dep_parents"], ~pad_mask, children=children).unsqueeze(1).to(x.dtype)
 
 
 class CTreeAttention(_TreeAttention):
