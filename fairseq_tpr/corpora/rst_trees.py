@@ -43,12 +43,28 @@ Tree formats (all give the same :class:`RSTNode` tree; :func:`parse_tree` detect
 
    The tree is rebuilt from span containment.
 
+4. **RSTTool XML** (``.rs3``, and ``.rs4`` of GUM 9+; what rstWeb and GUM distribute): segments
+   (EDUs, in text order) and ``span``/``multinuc`` groups, each with ``parent`` and ``relname``;
+   the header says which relations are ``rst`` (satellite -> nucleus) and which ``multinuc``.
+   A node's constituent is its own material (the EDU; the one ``span`` child of a span group; the
+   nuclei of a multinuclear group) as the nucleus, plus the satellites attached to it; ``secedges``
+   and ``signals`` are ignored.
+
+EDU texts: :func:`read_tree` also returns the text of every unit when the format carries it
+(``(text _!...!_)`` items of the bracketed form, ``"text"`` on JSON leaves, the segments of
+``.rs3``/``.rs4``), which ``preprocess/extractive.py --units-from-trees`` uses as the units.
+:func:`sentence_marks` strips the sentence and paragraph marks ``<s>``/``<P>`` that end a unit's
+text (RST-DT writes ``<P>``, the Feng-Hirst parser ``<s>`` and ``<P>``) and says which sentence
+each unit is in. :func:`format_dis` writes a tree with its texts in the bracketed form
+(``preprocess/rst_parse``'s output).
+
 :func:`parse_tree` validates the tree it reads (:func:`~fairseq_tpr.modules.tree_attention.validate_tree`:
 it covers its document's units exactly, children are contiguous, every relation has a nucleus)
 and raises :class:`~fairseq_tpr.errors.InputError` naming the source and the node.
 """
 import json
 import re
+import xml.etree.ElementTree as ET
 
 from ..errors import InputError
 from ..modules.tree_attention import NUCLEUS, SATELLITE, RSTNode, validate_tree
@@ -98,7 +114,7 @@ def _sexpr(text, where):
     return expr
 
 
-def _from_sexpr(expr, where, is_root=True):
+def _from_sexpr(expr, where, is_root=True, texts=None):
     if not isinstance(expr, list) or not expr or isinstance(expr[0], list):
         raise InputError(f"{where}: expected a node '(Root|Nucleus|Satellite ...)', got {expr!r:.60}")
     label, _, rel = expr[0].partition(":")
@@ -126,8 +142,12 @@ def _from_sexpr(expr, where, is_root=True):
                                  f"(span A B) with integers") from None
         elif key == "rel2par":
             node.relation = item[1] if len(item) > 1 and isinstance(item[1], str) else None
-        elif key != "text":
-            node.children.append(_from_sexpr(item, where, is_root=False))
+        elif key == "text":
+            text = " ".join(x for x in item[1:] if isinstance(x, str))
+            if texts is not None:
+                texts[id(node)] = text[2:-2] if text.startswith("_!") and text.endswith("!_") else text
+        else:
+            node.children.append(_from_sexpr(item, where, is_root=False, texts=texts))
     if leaf is not None:
         if node.children:
             raise InputError(f"{where}: node '(... (leaf {leaf}) ...)' also has child nodes")
@@ -142,7 +162,7 @@ def _from_sexpr(expr, where, is_root=True):
     return node
 
 
-def _from_json(obj, where, nuc=None, is_root=True):
+def _from_json(obj, where, nuc=None, is_root=True, texts=None):
     if not isinstance(obj, dict) or "span" not in obj:
         raise InputError(f"{where}: every JSON node needs \"span\": [a, b]; got {str(obj)[:60]}")
     try:
@@ -156,13 +176,15 @@ def _from_json(obj, where, nuc=None, is_root=True):
                              f"\"S\", or \"NS\"/\"SN\"/\"NN\" on its parent)")
         nuc = _nuc(label, where)
     node = RSTNode(a, b, nuc if not is_root else None, obj.get("relation"))
+    if texts is not None and isinstance(obj.get("text"), str):
+        texts[id(node)] = obj["text"]
     kids = obj.get("children") or []
     child_nucs = [None] * len(kids)
     own = obj.get("nuclearity")
     if kids and isinstance(own, str) and len(own) == len(kids) and len(kids) > 1 and set(own.upper()) <= {"N", "S"}:
         child_nucs = list(own.upper())
     for child, child_nuc in zip(kids, child_nucs):
-        node.children.append(_from_json(child, where, child_nuc, is_root=False))
+        node.children.append(_from_json(child, where, child_nuc, is_root=False, texts=texts))
     return node
 
 
@@ -194,24 +216,151 @@ def _from_span_list(lines, where):
     return root
 
 
-def parse_tree(text, n_units=None, where="tree"):
-    """Parse one tree in any of the three formats (module docstring); validate it against ``n_units``
-    when given. ``where`` names the source in error messages (file and line)."""
+def _from_rs3(text, where, texts):
+    """The constituency tree of an RSTTool ``.rs3``/``.rs4`` document (module docstring, format 4)."""
+    try:
+        root_el = ET.fromstring(text)
+    except ET.ParseError as e:
+        raise InputError(f"{where}: not well-formed rs3/rs4 XML ({e})") from None
+    body = root_el.find("body")
+    if root_el.tag != "rst" or body is None:
+        raise InputError(f"{where}: an rs3/rs4 document is <rst><header>...</header><body>...</body></rst>")
+    rel_type = {}
+    for rel in root_el.iter("rel"):
+        rel_type.setdefault(rel.get("name"), rel.get("type", "rst"))
+    segments, groups, kids = [], {}, {}
+    for el in body:
+        if el.tag not in ("segment", "group"):
+            continue
+        nid = el.get("id")
+        if nid is None or nid in groups or any(nid == s_[0] for s_ in segments):
+            raise InputError(f"{where}: <{el.tag}> without an id, or a repeated id {nid!r}")
+        if el.tag == "segment":
+            segments.append((nid, " ".join((el.text or "").split())))
+        else:
+            groups[nid] = el.get("type", "span")
+        kids.setdefault(el.get("parent"), []).append((nid, el.get("relname") or ""))
+    if not segments:
+        raise InputError(f"{where}: the rs3/rs4 document has no <segment>")
+    leaf_of = {nid: k for k, (nid, _) in enumerate(segments, 1)}
+    for parent in kids:
+        if parent is not None and parent not in leaf_of and parent not in groups:
+            raise InputError(f"{where}: parent {parent!r} is neither a segment nor a group")
+    roots = [nid for nid, _ in kids.get(None, [])]
+    if len(roots) != 1:
+        raise InputError(f"{where}: {len(roots)} nodes without a parent ({', '.join(roots[:5])}): an rs3/rs4 "
+                         f"tree has exactly one root")
+
+    def build(nid, nuc, rel, depth=0):
+        if depth > len(leaf_of) + len(groups):
+            raise InputError(f"{where}: node {nid} is its own ancestor (a cycle of parent links)")
+        children = kids.get(nid, [])
+        sats = [(c, r) for c, r in children if r != "span" and rel_type.get(r, "rst") != "multinuc"]
+        if nid in leaf_of:
+            core = RSTNode(leaf_of[nid], leaf_of[nid], None)
+            texts[id(core)] = segments[leaf_of[nid] - 1][1]
+            if any(r == "span" or rel_type.get(r) == "multinuc" for _, r in children):
+                raise InputError(f"{where}: segment {nid} has a 'span' or multinuclear child; only groups do")
+        elif groups[nid] == "multinuc":
+            nuclei = [build(c, NUCLEUS, r, depth + 1) for c, r in children if rel_type.get(r) == "multinuc"]
+            if not nuclei:
+                raise InputError(f"{where}: multinuclear group {nid} has no nucleus child")
+            nuclei.sort(key=lambda x: x.start)
+            core = nuclei[0] if len(nuclei) == 1 else RSTNode(nuclei[0].start, nuclei[-1].end, None, None, nuclei)
+        else:
+            spans = [c for c, r in children if r == "span"]
+            if len(spans) != 1:
+                raise InputError(f"{where}: span group {nid} has {len(spans)} 'span' children, not 1")
+            core = build(spans[0], None, None, depth + 1)
+        if sats:
+            core.nuclearity, core.relation = NUCLEUS, core.relation or "span"
+            parts = [core] + [build(c, SATELLITE, r, depth + 1) for c, r in sats]
+            parts.sort(key=lambda x: x.start)
+            core = RSTNode(parts[0].start, parts[-1].end, None, None, parts)
+        core.nuclearity, core.relation = nuc, rel
+        return core
+
+    tree = build(roots[0], None, None)
+    return tree
+
+
+def read_tree(text, n_units=None, where="tree"):
+    """``(tree, texts)``: the tree in any of the four formats (module docstring), validated against
+    ``n_units`` when given, and the text of each unit 1..n (``None`` for a unit whose text the file
+    does not give; ``texts`` is None when it gives none). ``where`` names the source in errors."""
     s = text.strip()
     if not s:
         raise InputError(f"{where}: empty tree")
+    found = {}
     if s.startswith("{"):
         try:
             obj = json.loads(s)
         except json.JSONDecodeError as e:
             raise InputError(f"{where}: not valid JSON ({e})") from None
-        root = _from_json(obj, where)
+        root = _from_json(obj, where, texts=found)
     elif s.startswith("(("):
         root = _from_span_list([x for x in s.splitlines() if x.strip()], where)
     elif s.startswith("("):
-        root = _from_sexpr(_sexpr(s, where), where)
+        root = _from_sexpr(_sexpr(s, where), where, texts=found)
+    elif s.startswith("<"):
+        root = _from_rs3(s, where, found)
     else:
-        raise InputError(f"{where}: a tree starts with '(' (bracketed), '((' (span list) or '{{' (JSON); "
-                         f"got {s[:30]!r}")
+        raise InputError(f"{where}: a tree starts with '(' (bracketed), '((' (span list), '{{' (JSON) or '<rst>' "
+                         f"(rs3/rs4); got {s[:30]!r}")
     validate_tree(root, n_units, where)
-    return root
+    texts = [found.get(id(leaf)) for leaf in root.leaves()] if found else None
+    return root, texts
+
+
+def parse_tree(text, n_units=None, where="tree"):
+    """Parse one tree in any of the four formats (module docstring); validate it against ``n_units``
+    when given. ``where`` names the source in error messages (file and line)."""
+    return read_tree(text, n_units, where)[0]
+
+
+_MARK = re.compile(r"\s*<(s|P)>\s*$")
+
+
+def sentence_marks(texts):
+    """``(texts without marks, sentence index of each unit or None)``: a unit whose text ends with
+    ``<s>`` (sentence end) or ``<P>`` (paragraph end) ends a sentence; without any mark the
+    sentences are unknown (None)."""
+    clean, sentence, k, marked = [], [], 0, False
+    for t in texts:
+        m = _MARK.search(t)
+        clean.append(t[:m.start()] if m else t)
+        sentence.append(k)
+        if m:
+            k, marked = k + 1, True
+    return clean, (sentence if marked else None)
+
+
+def format_dis(root, texts=None):
+    """The tree in the bracketed RST-DT ``.dis`` style of format 1, with ``(rel2par ...)`` and, when
+    ``texts`` (one per unit 1..n) is given, ``(text _!...!_)`` on every leaf; one node per line."""
+    lines = []
+
+    def write(node, depth):
+        label = "Root" if node.nuclearity is None else ("Nucleus" if node.nuclearity == NUCLEUS else "Satellite")
+        head = f"{'  ' * depth}( {label} " + (f"(leaf {node.start})" if node.is_leaf() else
+                                               f"(span {node.start} {node.end})")
+        if node.nuclearity is not None:
+            head += f" (rel2par {_relname(node.relation)})"
+        if node.is_leaf():
+            if texts is not None:
+                head += " (text _!" + " ".join(str(texts[node.start - 1]).split()).replace("!_", "! _") + "!_)"
+            lines.append(head + " )")
+            return
+        lines.append(head)
+        for c in node.children:
+            write(c, depth + 1)
+        lines.append(f"{'  ' * depth})")
+
+    write(root, 0)
+    return "\n".join(lines) + "\n"
+
+
+def _relname(rel):
+    """A relation name as one bracket-safe token (``span`` when there is none)."""
+    rel = "".join(ch if not ch.isspace() and ch not in "()" else "_" for ch in str(rel or "span"))
+    return rel or "span"
