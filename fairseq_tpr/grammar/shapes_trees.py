@@ -28,7 +28,7 @@ The grammar (``NP1``/``NP2`` the two objects, ``REL`` the relation of object 1 t
 
 So a parser must attach PPs by their words ("on the left" modifies a noun phrase, "on the
 screen" the verb phrase: both are IN DT NN), find coordinations at three levels and relative
-clauses with and without a gap. Trees are 5 to about 12 layers high. No unary chain repeats a
+clauses with and without a gap. Trees are 3 to 12 layers high, captions 7 to 21 words. No unary chain repeats a
 label (the per-layer encoding represents every tree exactly).
 
 PTB tags and their UD counterparts in ``S.pos``: DT DET, JJ ADJ, NN NOUN, IN/TO ADP, PRP PRON,
