@@ -281,6 +281,10 @@ def _from_rs3(text, where, texts):
         return core
 
     tree = build(roots[0], None, None)
+    reached = len(tree.leaves())
+    if reached != len(segments):
+        raise InputError(f"{where}: {len(segments) - reached} of {len(segments)} segments are not below the root "
+                         f"{roots[0]} (a cycle of parent links?)")
     return tree
 
 
