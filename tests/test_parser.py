@@ -17,7 +17,7 @@ from fairseq_tpr.errors import ConfigError, InputError
 from fairseq_tpr.grammar import parser as P
 from fairseq_tpr.grammar import parser_model as M
 from fairseq_tpr.grammar.tree_encoding import boundaries
-from fairseq_tpr.grammar.trees import read_trees
+from fairseq_tpr.corpora.ptb_trees import read_trees
 
 torch.set_num_threads(1)
 

@@ -7,7 +7,7 @@ from fairseq_tpr.errors import InputError
 from fairseq_tpr.grammar import evalb
 from fairseq_tpr.grammar.tree_encoding import (bits_from_segments, boundaries, build_tree, decode, encode,
                                                segments_from_bits, segments_from_boundaries)
-from fairseq_tpr.grammar.trees import Tree, normalize, parse_tree, parse_trees, read_trees, strip_top
+from fairseq_tpr.corpora.ptb_trees import Tree, normalize, parse_tree, parse_trees, read_trees, strip_top
 
 # WSJ-style fixtures written by hand: multi-line, unlabelled root, function tags, traces,
 # punctuation, unary chains (NP over PRP, S over VP), a one-label unary chain (NP (NP ...)).

@@ -193,7 +193,7 @@ def _train(args):
         _, gold_seg = P.evaluate(model, splits[s], vocab, device, args.batch_size, max_layers, gold_segments=True)
         rows.append(P.result_row(s, res, gold_seg))
         if args.out_dir:
-            from fairseq_tpr.grammar.trees import write_trees
+            from fairseq_tpr.corpora.ptb_trees import write_trees
 
             write_trees(Path(args.out_dir) / f"{s}.pred.mrg", pred)
     print(P.markdown(rows, P.title(cfg)))
@@ -212,7 +212,7 @@ def _decode(parser, args):
     torch = _torch(args)
     from fairseq_tpr.grammar import evalb
     from fairseq_tpr.grammar import parser as P
-    from fairseq_tpr.grammar.trees import write_trees
+    from fairseq_tpr.corpora.ptb_trees import write_trees
 
     if args.gold_segments and not args.trees:
         parser.error("--gold-segments takes the segmentation from --trees")

@@ -9,7 +9,7 @@ writes, per split S, the raw captioning layout of :mod:`fairseq_tpr.data.caption
   known by construction from the grammar (for the POS tagger of ATPL Sec. 5);
 - ``S.scenes.jsonl``: the scene of each image (objects, sizes, colours, positions, relation);
 - ``S.mrg`` (only with ``--trees``, which draws the captions from the phrase-structure grammar of
-  :mod:`fairseq_tpr.grammar.shapes_trees` instead of the six templates): their gold
+  :mod:`fairseq_tpr.corpora.shapes_trees` instead of the six templates): their gold
   constituency trees, one per line, for the parser of ATPL Sec. 6;
 - ``images/S*.png``: the first few images of each split, to look at.
 
@@ -149,7 +149,7 @@ class RandomFilterCNN:
 def write_shapes_corpus(outdir, n_train=3000, n_valid=200, n_test=200, refs=4, seed=1, n_png=6, trees=False):
     """Write the corpus (module docstring) and return ``{split: (images, captions)}``. With
     ``trees`` the captions come from the phrase-structure grammar of
-    :mod:`fairseq_tpr.grammar.shapes_trees` and ``S.mrg`` holds their gold trees."""
+    :mod:`fairseq_tpr.corpora.shapes_trees` and ``S.mrg`` holds their gold trees."""
     if not 1 <= refs <= 6:
         raise ConfigError(f"--refs {refs}: between 1 and 6 references per image (there are 6 templates)")
     rng = random.Random(seed)
@@ -178,7 +178,7 @@ def write_shapes_corpus(outdir, n_train=3000, n_valid=200, n_test=200, refs=4, s
 
                 plt.imsave(outdir / "images" / f"{image_id}.png", image)
             if trees:
-                from ..grammar.shapes_trees import captions_with_trees
+                from .shapes_trees import captions_with_trees
 
                 drawn = captions_with_trees(o1, o2, rel, rng, refs)
                 mrg += [tree.to_string() for _, _, tree in drawn]
@@ -219,7 +219,7 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--png", type=int, default=6, help="write the first N images of each split as PNG")
     parser.add_argument("--trees", action="store_true",
-                        help="captions from the phrase-structure grammar of fairseq_tpr/grammar/shapes_trees.py, "
+                        help="captions from the phrase-structure grammar of fairseq_tpr/corpora/shapes_trees.py, "
                              "with their gold trees in {split}.mrg")
     args = parser.parse_args(argv)
     counts = write_shapes_corpus(args.outdir, args.train, args.valid, args.test, args.refs, args.seed, args.png,

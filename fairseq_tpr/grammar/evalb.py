@@ -24,7 +24,7 @@ This module follows ``evalb.c`` step by step:
   at most ``CUTOFF_LEN`` = 40 words, where the length counts every word but ``-NONE-``
   (``DELETE_LABEL_FOR_LENGTH``; punctuation counts).
 
-:func:`score_trees` scores two lists of :class:`~fairseq_tpr.grammar.trees.Tree`;
+:func:`score_trees` scores two lists of :class:`~fairseq_tpr.corpora.ptb_trees.Tree`;
 :func:`score_files` two bracketed files (gold first, as ``evalb GOLD TEST``).
 """
 import re
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from ..errors import InputError
-from .trees import Tree, read_trees
+from ..corpora.ptb_trees import Tree, read_trees
 
 
 @dataclass(frozen=True)

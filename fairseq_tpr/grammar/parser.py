@@ -42,7 +42,7 @@ from ..errors import CheckpointError, ConfigError, InputError
 from . import evalb
 from .parser_model import ATPLParser, segment_decisions, segment_loss
 from .tree_encoding import TreeEncoding, boundaries, build_tree, encode
-from .trees import Tree, add_top, normalize, read_trees, strip_top
+from ..corpora.ptb_trees import Tree, add_top, normalize, read_trees, strip_top
 from .unbinding_dump import UnbindingDump, load_unbinding
 
 CKPT_FORMAT = "fairseq_tpr.parser/1"

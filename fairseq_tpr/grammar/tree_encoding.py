@@ -28,7 +28,7 @@ the union of several layer-(k-1) segments is a new node whose children are their
 segment equal to one layer-(k-1) segment whose node ``m`` has label ``c``: it is ``m`` carried
 up when its category is ``c``, and a new unary node ``(c' m)`` when its category is ``c' != c``.
 The one tree this cannot tell apart is a unary chain of one label, ``(X (X ...))``: such trees
-are refused by :func:`encode` (:func:`~fairseq_tpr.grammar.trees.normalize` collapses them).
+are refused by :func:`encode` (:func:`~fairseq_tpr.corpora.ptb_trees.normalize` collapses them).
 With ``strict_heights`` (the parser's decoding) a unary node is built only over a node of
 height ``k - 1`` (a new node one layer down), as in every encoded tree; any other changed
 category of a one-segment node is read as "carried". Time O(T * H).
@@ -39,7 +39,7 @@ segment starts.
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
-from .trees import Tree
+from ..corpora.ptb_trees import Tree
 
 Segment = Tuple[int, int]  # start <= t < end
 

@@ -38,7 +38,7 @@ default corpus.
 import random
 from typing import List, Tuple
 
-from .trees import Tree
+from .ptb_trees import Tree
 
 SIZES = ("small", "large")
 REGION_WORDS = {"top": "at", "bottom": "at", "left": "on", "right": "on"}
