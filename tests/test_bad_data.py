@@ -148,7 +148,7 @@ def extractive(tmp_path_factory):
     docs = [{"units": UNITS[:3], "summary": REF}, {"units": UNITS, "summary": REF}, {"units": UNITS[:1], "summary": REF}]
     for split in ("train", "valid", "test"):
         write_jsonl(root / f"{split}.jsonl", docs)
-    assert prep.main(prep_args(root, "train", "valid", "test")) == 0
+    assert prep.main(prep_args(root, "train", "valid", "test") + ["--right-branching-trees"]) == 0
     train([str(root / "data"), "--user-dir", str(USER_DIR), "--task", "extractive_summarization", "--max-units",
            "8", "--arch", "discourse_synthesizer_tiny", "--attention", "ctree", "--criterion", "extractive_bce",
            "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "64", "--max-update", "1", "--cpu",
