@@ -368,6 +368,19 @@ def test_end_to_end_preprocess_train_extract_score(tmp_path, run_cli, capsys):
     assert all(len(c) == 2 and c == sorted(c) for c in chosen)
     assert sum(c == [0, 3] for c in chosen) >= 4  # the model learnt the topic sentences (units 1 and 4)
     r1 = float(next(x for x in r.stdout.splitlines() if "| ROUGE-1 |" in x).split("|")[3])
+    # the authors' selection: at most 2 units or 6 words, and a unit brings the units it needs
+    ckpt = tmp_path / "ckpt/checkpoint_best.pt"
+    r = run_cli("python", "-m", "fairseq_tpr.cli.extract", "--data", data, "--path", ckpt, "--k", "2",
+                "--with-dependencies", "--out", tmp_path / "dep.sum", cwd=REPO)
+    assert r.returncode == 2 and "test.requires.jsonl is missing: --with-dependencies needs" in r.stderr
+    (data / "test.requires.jsonl").write_text("[[3, 2]]\n" * 5)  # unit 4 needs unit 3
+    r = run_cli("python", "-m", "fairseq_tpr.cli.extract", "--data", data, "--path", ckpt, "--k", "2",
+                "--max-summary-words", "6", "--with-dependencies", "--out", tmp_path / "dep.sum",
+                "--selected", tmp_path / "dep.jsonl", cwd=REPO)
+    assert r.returncode == 0, r.stderr[-3000:]
+    dep = [json.loads(x) for x in (tmp_path / "dep.jsonl").read_text().splitlines()]
+    assert all(2 in c for c in dep if 3 in c) and any(3 in c for c in dep)
+    assert all(len(c) <= 3 for c in dep)  # 2 units, one of which may bring another
     # the slides' table from the same checkpoint: same summaries, same scorer, the model's parameter counts
     from fairseq_tpr.cli import extractive_table
 
@@ -384,6 +397,58 @@ def test_end_to_end_preprocess_train_extract_score(tmp_path, run_cli, capsys):
     expect = 100.0 * sum(len({0, 3} & set(c)) for c in chosen) / (2 * len(chosen))  # test oracle: units 1 and 4
     assert row["oracle_precision"] == pytest.approx(expect) and row["picks_first"] == pytest.approx(
         100.0 * sum(0 in c for c in chosen) / len(chosen))
+
+
+# ----------------------------------------------------------------------------------- the authors' limits
+def authors_predict(scores, texts, unit_limit, word_limit, dep_pairs):
+    """The loop of the authors' run.py predict() (EDU branch), written out for this test: dep_pairs
+    (source, target) 1-based as DiscoBERT's disco_dep; texts are token lists."""
+    from collections import deque
+
+    dep = {}
+    for a, b in dep_pairs:
+        if a != b:
+            dep[a - 1] = sorted(set(dep.get(a - 1, []) + [b - 1]))
+    order = [x for _, x in sorted(zip(scores, range(len(texts))), reverse=True)]
+    selected, wc, uc = [], 0, 0
+    for j in order:
+        queue, out = deque([j]), []
+        while queue:
+            cur = queue.popleft()
+            out.append(cur)
+            queue.extend(dep.get(cur, []))
+        new = list(set(out) - set(selected))
+        for idx in new:
+            wc += len(texts[idx])
+            uc += 1
+        selected.extend(new)
+        if uc >= unit_limit or wc >= word_limit:
+            break
+    return sorted(selected)
+
+
+def test_select_limited_is_the_authors_selection():
+    from fairseq_tpr.scoring.extractive import count_words, select_limited
+
+    assert count_words("Power failed (the grid), officials said.") == 10
+    texts = ["a b c", "d e", "f g h i", "j", "k l m n o p"]
+    scores = [0.1, 0.9, 0.5, 0.7, 0.3]
+    assert select_limited(scores, texts, k=2) == [1, 3]
+    assert select_limited(scores, texts, k=6, max_words=4) == [1, 2, 3]  # 2 + 1 words, then unit 3 passes 4
+    # unit 2 (index 1) needs unit 1, which needs unit 5: all come in with it, counted
+    assert select_limited(scores, texts, k=2, requires=[[1, 0], [0, 4]]) == [0, 1, 4]
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n = int(rng.integers(1, 12))
+        tokens = [["w"] * int(rng.integers(1, 9)) for _ in range(n)]
+        sc = rng.random(n).tolist()
+        rank = rng.permutation(n)  # acyclic needs (the authors' loop never ends on a cycle): to a lower rank
+        pairs = [[a, b] for a, b in (rng.integers(n, size=2) for _ in range(int(rng.integers(0, n + 1))))
+                 if rank[b] < rank[a]]
+        pairs = [[int(a), int(b)] for a, b in pairs]
+        k, limit = int(rng.integers(1, 7)), int(rng.integers(1, 40))
+        want = authors_predict(sc, tokens, k, limit, [(a + 1, b + 1) for a, b in pairs])
+        assert select_limited(sc, [" ".join(t) for t in tokens], k=k, max_words=limit, requires=pairs) == want
 
 
 # ----------------------------------------------------------------------------------- MiniLM unit vectors

@@ -4,15 +4,86 @@ results table over several of them: the library of ``fairseq-tpr-extract`` and
 
 :func:`unit_scores` scores every unit of every document (batches formed here, so no document is
 dropped), :func:`select` picks the top ``k`` units or the best units within a word budget, in
-document order. :func:`score_entries` does that for checkpoints and the ``lead``/``oracle``
+document order; :func:`select_limited` is the authors' selection (``k`` units or ``max_words`` words,
+whichever comes first, each unit bringing the units it needs). :func:`score_entries` does that for checkpoints and the ``lead``/``oracle``
 baselines and scores the summaries; :func:`group_runs` merges the seeds of one model (mean and
 sample standard deviation), :func:`fmt` and :func:`markdown_table` print the rows.
 """
+import json
+import re
 from pathlib import Path
 
 import torch
 
+from ..errors import ConfigError, InputError
 from ..models.discourse_synthesizer import select_units as select  # noqa: F401  (used by cli/extract)
+
+# the authors' summary limits (Wendy-Xiao/ext_summ_disco_tree_attn, main.py and test.py, whose default
+# dataset is CNN/DM): -word_length_limit 80, -unit_length_limit 6 EDUs (test.py) / 3 sentences (main.py)
+AUTHORS_MAX_WORDS = 80
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def count_words(text):
+    """Words and punctuation marks of a unit (``\\w+`` runs and single other characters), close to the
+    tokenized text whose tokens the authors count."""
+    return len(_TOKEN.findall(text))
+
+
+def select_limited(scores, units, k=None, max_words=None, requires=None):
+    """The authors' selection (``run.py``'s ``predict``): units in score order; each brings the units
+    it needs (``requires``: ``[[i, j], ...]``, unit i needs unit j, followed transitively), those not
+    chosen yet join the summary; units and words (:func:`count_words`) are counted, and the
+    selection stops as soon as there are ``k`` units or ``max_words`` words. The unit that reaches a
+    limit is kept (so a summary can pass ``max_words`` by part of a unit, and ``k`` by the units a
+    unit brings). Returns the indices in document order."""
+    if k is None and max_words is None:
+        raise ConfigError("select_limited needs k or max_words")
+    need = {}
+    for i, j in requires or []:
+        need.setdefault(int(i), []).append(int(j))
+    order = sorted(range(len(scores)), key=lambda i: -scores[i])
+    chosen, seen, words = [], set(), 0
+    for i in order:
+        todo, closure = [i], []
+        while todo:  # breadth first, as the authors' select_edus_with_dependent
+            u = todo.pop(0)
+            if u in closure:
+                continue
+            closure.append(u)
+            todo.extend(need.get(u, []))
+        for u in closure:
+            if u not in seen:
+                seen.add(u)
+                chosen.append(u)
+                words += count_words(units[u])
+        if (k is not None and len(chosen) >= k) or (max_words is not None and words >= max_words):
+            break
+    return sorted(chosen)
+
+
+def read_requires(data, split, n_docs):
+    """``DATA/SPLIT.requires.jsonl`` (written by ``preprocess/extractive.py``): per document the
+    ``[i, j]`` pairs (0-based) of units that need other units."""
+    path = Path(data) / f"{split}.requires.jsonl"
+    if not path.is_file():
+        raise InputError(f"{path} is missing: --with-dependencies needs what each unit needs, which "
+                         f"preprocess/extractive.py writes when the units' sentences are known (--unit edu "
+                         f"--units-from-trees with preprocess/rst_parse trees) or P.jsonl gives \"requires\"")
+    from ..data.textio import read_lines
+
+    rows = [json.loads(line) for line in read_lines(path)]
+    if len(rows) != n_docs:
+        raise InputError(f"{path} has {len(rows)} lines but split {split!r} has {n_docs} documents: rebuild the split")
+    return rows
+
+
+def choose(scores, texts, k=None, words=None, max_words=None, requires=None):
+    """One document's selection: :func:`select_limited` with ``max_words`` or ``requires`` (``requires``
+    may be ``[]``), else :func:`select` (the top ``k``, or the ``words`` budget)."""
+    if max_words is not None or requires is not None:
+        return select_limited(scores, texts, k=k, max_words=max_words, requires=requires)
+    return select(scores, texts, k=k, words=words)
 
 
 def load(path, data):
@@ -78,12 +149,14 @@ def fmt(row, metric, unit=""):
     return v
 
 
-def score_entries(entries, data, split, texts, refs, scorer, rouge_l, k=None, words=None):
+def score_entries(entries, data, split, texts, refs, scorer, rouge_l, k=None, words=None, max_words=None,
+                  requires=None):
     """One row per ``(name, what)`` of ``entries``, ``what`` a checkpoint path, ``"lead"`` (the first
     units) or ``"oracle"`` (the units labelled 1 in ``SPLIT.labels.npy``): the summaries of ``split``
     chosen as :func:`select` does, scored by ``scorer`` against ``refs`` (ROUGE-1, ROUGE-2 and the
     ``rouge_l`` metric of the scorer), with the model's attention, heads and parameter counts and
-    the selection statistics. Returns ``(rows, the last ScoreResult)``."""
+    the selection statistics; with ``max_words`` or ``requires`` (one list per document) the
+    selection is :func:`select_limited`. Returns ``(rows, the last ScoreResult)``."""
     import numpy as np
 
     data = Path(data)
@@ -93,7 +166,8 @@ def score_entries(entries, data, split, texts, refs, scorer, rouge_l, k=None, wo
     for name, path in entries:
         if path in ("lead", "oracle"):
             if path == "lead":
-                chosen = [select([-i for i in range(len(t))], t, k=k, words=words) for t in texts]
+                chosen = [choose([-i for i in range(len(t))], t, k=k, words=words, max_words=max_words,
+                                 requires=requires[d] if requires else None) for d, t in enumerate(texts)]
             else:
                 chosen = [sorted(o) for o in oracle_sets]
             row = {"model": name, "checkpoint": None, "attention": None, "heads": None,
@@ -102,7 +176,8 @@ def score_entries(entries, data, split, texts, refs, scorer, rouge_l, k=None, wo
             model, task = load(path, str(data))
             task.load_dataset(split)
             scores = unit_scores(model, task.dataset(split))
-            chosen = [select(s, t, k=k, words=words) for s, t in zip(scores, texts)]
+            chosen = [choose(s, t, k=k, words=words, max_words=max_words, requires=requires[d] if requires else None)
+                      for d, (s, t) in enumerate(zip(scores, texts))]
             heads = model.layers[0].self_attn.num_heads
             label = name or (f"Dot Product({heads})" if model.attention_type == "dot"
                              else SLIDE_NAMES[model.attention_type])
