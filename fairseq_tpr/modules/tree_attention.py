@@ -45,8 +45,9 @@ Encodings (each returns an n x n float matrix whose rows sum to 1; no softmax is
   The conversion is chosen when the data is built (``preprocess/extractive.py
   --dependency-conversion``: it writes the parents), the matrix by the model (``--dtree-matrix``).
 
-:func:`right_branching_tree` builds the placeholder tree of `preprocess/extractive.py --right-branching-trees`: unit i is the
-nucleus and the rest of the document (i+1..n) its satellite, recursively.
+:func:`right_branching_tree` builds the placeholder tree of ``preprocess/extractive.py
+--right-branching-trees`` (not a discourse parse): unit i is the nucleus and the rest of the
+document (i+1..n) its satellite, recursively.
 
 The batched torch versions (:func:`ctree_matrices`, :func:`dtree_matrices`) compute the same
 matrices from the compact form :func:`tree_to_arrays` writes (what the extractive data files hold).
@@ -123,7 +124,8 @@ def validate_tree(root, n_units=None, where="tree"):
 
 
 def right_branching_tree(n):
-    """Unit i is the nucleus, units i+1..n its satellite, recursively (a placeholder, not a discourse parse: --right-branching-trees)."""
+    """Unit i is the nucleus, units i+1..n its satellite, recursively (the placeholder of
+    ``--right-branching-trees``, not a discourse parse)."""
     if n < 1:
         raise InputError("a document needs at least one unit")
 
