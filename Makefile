@@ -18,8 +18,8 @@ $(STAMP): pyproject.toml
 	# torch first, so that nothing below replaces it with another build
 	$(BIN)/pip install --quiet torch==2.13.0 cython
 	# the package without build isolation (keeps that torch; fastBPE builds against that Cython), with
-	# what the tests and the demo use: pytest, tensorboardX, pycocoevalcap (METEOR, CIDEr), MiniLM
-	$(BIN)/pip install --quiet --no-build-isolation -e ".[dev,logging,captioning,extractive]"
+	# what the tests and the demo use: pytest, tensorboardX, pycocoevalcap (METEOR, CIDEr), MiniLM, the RST parser
+	$(BIN)/pip install --quiet --no-build-isolation -e ".[dev,logging,captioning,extractive,rst]"
 	$(BIN)/python -c "import torch, fairseq, fairseq_tpr; print('torch', torch.__version__, '| fairseq', fairseq.__version__, '| fairseq_tpr ready')"
 	touch $(STAMP)
 
