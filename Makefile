@@ -31,7 +31,7 @@ test: venv
 test-slow: venv
 	$(BIN)/python -m pytest -q -m slow tests
 
-# the main job: Mathematics Dataset -> small tp_transformer on CPU -> exact-match table (~12-15 min)
+# the main job: Mathematics Dataset -> small tp_transformer on CPU -> exact-match table (~10 min)
 demo: venv
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/math/demo.sh
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make demo`: the Mathematics Dataset job end to end on CPU (about 13-15 minutes on 2 idle cores).
+# `make demo`: the Mathematics Dataset job end to end on CPU (about 10 minutes on 2 idle cores).
 #
 #   1. generate a small dataset of three modules with DeepMind's generator (its own venv, .venv-mathgen/)
 #   2. binarize it character by character (preprocess/math_dataset.sh)
@@ -57,7 +57,7 @@ cat <<MEANING
     (49.2M parameters) averaged over all 56 modules, after 1.7M updates of 1024 examples on 4 GPUs
     for 25 days. This demo trains a 1.6M-parameter model for $MAX_UPDATE updates of about 110
     examples on 3 of the easier modules: expect roughly 70-80% on place_value, 45-55% on
-    comparison__pair and 25-35% on round_number (docs/math.md, "make demo"): far from the paper's
+    comparison__pair and 25-35% on round_number (docs/math.md, "make demo"), far from the paper's
     models, far above chance, and still rising (see the learning curve).
 MEANING
 echo "== done in $((SECONDS - start)) s"
