@@ -45,17 +45,5 @@ for model in transformer tp_transformer; do
     done
 done
 echo "== table"
-rows=() logs=() labels=()
-for model in transformer tp_transformer; do
-    dirs=""
-    for seed in 1 2 3; do
-        [[ -d "$run/$model-s$seed" ]] || continue
-        dirs+="${dirs:+,}$run/$model-s$seed"
-        logs+=("$run/$model-s$seed/checkpoints/train.log") labels+=("$model seed $seed")
-    done
-    [[ -n "$dirs" ]] && rows+=("$model=$dirs")
-done
-python -m fairseq_tpr.cli.results_table --title "Mathematics Dataset, 5 modules, CPU (exact match, beam ${BEAM:-4})" \
-    --json "$run/runs.json" "${rows[@]}" | tee "$run/results.md"
-python -m fairseq_tpr.cli.learning_curve "${logs[@]}" --labels "${labels[@]}" \
-    --title "Mathematics Dataset, 5 modules: validation" --out "$run/curves.png"
+source "$ROOT/recipes/_seeded_table.sh"
+seeded_table "$run" "Mathematics Dataset, 5 modules, CPU (exact match, beam ${BEAM:-4})" "transformer tp_transformer" "1 2 3"

@@ -45,17 +45,5 @@ for model in $models; do
         touch "$dir/done"
     done
 done
-rows=() logs=() labels=()
-for model in $models; do
-    dirs=""
-    for seed in $seeds; do
-        [[ -d "$run/$model-s$seed" ]] || continue
-        dirs+="${dirs:+,}$run/$model-s$seed"
-        logs+=("$run/$model-s$seed/checkpoints/train.log") labels+=("$model seed $seed")
-    done
-    [[ -n "$dirs" ]] && rows+=("$model=$dirs")
-done
-python -m fairseq_tpr.cli.results_table --title "Debian synopsis generation (test)" --json "$run/runs.json" \
-    "${rows[@]}" | tee "$run/results.md"
-python -m fairseq_tpr.cli.learning_curve "${logs[@]}" --labels "${labels[@]}" \
-    --title "Debian synopsis generation: validation" --out "$run/curves.png"
+source "$ROOT/recipes/_seeded_table.sh"
+seeded_table "$run" "Debian synopsis generation (test)" "$models" "$seeds"

@@ -35,17 +35,5 @@ for model in $models; do
         touch "$dir/done"
     done
 done
-rows=() logs=() labels=()
-for model in $models; do
-    dirs=""
-    for seed in $seeds; do
-        [[ -d "$run/$model-s$seed" ]] || continue
-        dirs+="${dirs:+,}$run/$model-s$seed"
-        logs+=("$run/$model-s$seed/checkpoints/train.log") labels+=("$model seed $seed")
-    done
-    [[ -n "$dirs" ]] && rows+=("$model=$dirs")
-done
-python -m fairseq_tpr.cli.results_table --title "Debian en-de (DDTP, test)" --json "$run/runs.json" \
-    "${rows[@]}" | tee "$run/results.md"
-python -m fairseq_tpr.cli.learning_curve "${logs[@]}" --labels "${labels[@]}" \
-    --title "Debian en-de: validation" --out "$run/curves.png"
+source "$ROOT/recipes/_seeded_table.sh"
+seeded_table "$run" "Debian en-de (DDTP, test)" "$models" "$seeds"
