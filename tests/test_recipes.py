@@ -261,6 +261,8 @@ def test_sttr_debian_table_one_run_and_the_table(tmp_path, debian):
         assert len(_lines(run / f"{row}/eval/test.hyp")) == n_test > 0
     assert "sttr-l1-random" in (run / "results.md").read_text()
     assert "sttr-l1" in json.loads((run / "runs.json").read_text())
+    assert (run / "curves.png").stat().st_size > 0
+    assert "sttr-l1-s1" in (run / "table4_sim.md").read_text()
 
 
 @pytest.mark.slow  # a long end-to-end run: make test-slow

@@ -14,9 +14,10 @@
 # preprocess/debian.sh when missing. Sizes: 2+2(+2 template) layers, d 128, 4 heads, d_ff 256,
 # dropout 0.1, sources cut to 128 subwords; Adam (0.9, 0.98, 1e-9), lr 1e-3 after 200 warm-up updates,
 # halved on a validation plateau, MAX_UPDATE (4000) updates of MAX_TOKENS (4096), validation every
-# VALID_EVERY (250). One thread per run (OMP_NUM_THREADS=1). The table (RUN_DIR/results.md, every
-# run's figures in RUN_DIR/runs.json) comes from python -m fairseq_tpr.cli.results_table at the end: a rerun
-# with every run done only rebuilds it.
+# VALID_EVERY (250). One thread per run (OMP_NUM_THREADS=1). At the end (a rerun with every run done
+# only rebuilds these): the table RUN_DIR/results.md (every run's figures in RUN_DIR/runs.json) and
+# the validation curves RUN_DIR/curves.png (recipes/_seeded_table.sh), and Table IV's similarity on
+# the test split for the runs with templates, RUN_DIR/table4_sim.md (+ .json).
 set -euo pipefail
 if [[ $# -lt 1 ]]; then sed -n '2,20p' "$0" >&2; exit 2; fi
 run=$1
@@ -77,11 +78,15 @@ for spec in "${runs[@]}"; do
     touch "$dir/done"
 done
 echo "== table"
-seeds() { local out=""; for k in 1 2 3; do [[ -d "$run/$1-s$k" ]] && out+="${out:+,}$run/$1-s$k"; done; echo "$out"; }
-rows=()
-for row in transformer connection attention sttr-l0.1 sttr-l1 sttr-l1-random sttr-l10; do
-    dirs=$(seeds "$row")
-    [[ -n "$dirs" ]] && rows+=("$row=$dirs")
+source "$ROOT/recipes/_seeded_table.sh"
+seeded_table "$run" "STTR on the Debian synopsis corpus (test, ROUGE F1)" \
+    "transformer connection attention sttr-l0.1 sttr-l1 sttr-l1-random sttr-l10" "1 2 3"
+echo "== Table IV similarity (test)"
+sim=()
+for name in attention-s1 sttr-l0.1-s1 sttr-l1-s1 sttr-l1-s2 sttr-l1-s3 sttr-l10-s1; do
+    [[ -f "$run/$name/done" ]] && sim+=(--path "$run/$name/checkpoints/checkpoint_best.pt" --label "$name")
 done
-python -m fairseq_tpr.cli.results_table --title "STTR on the Debian synopsis corpus (test, ROUGE F1)" \
-    --json "$run/runs.json" "${rows[@]}" | tee "$run/results.md"
+if [[ ${#sim[@]} -gt 0 ]]; then
+    fairseq-tpr-template-similarity "$run/data/data-bin" "${sim[@]}" --gen-subset test --cpu \
+        --json "$run/table4_sim.json" --no-progress | tee "$run/table4_sim.md"
+fi
