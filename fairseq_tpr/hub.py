@@ -31,6 +31,7 @@ from omegaconf import open_dict
 from torch import nn
 
 from .data.captioning import feature_net_input
+from .errors import ConfigError, InputError
 from .data.extractive_dataset import ExtractiveDataset
 from .models.atpl import ATPLModel
 from .models.discourse_synthesizer import DiscourseSynthesizerModel
@@ -129,9 +130,11 @@ class ExtractiveHubInterface(nn.Module):
 
     A document is given as its unit vectors (U x D, from the encoder that built the training data:
     ``meta.json``'s ``encoder``, e.g. all-MiniLM-L6-v2 for ``preprocess/extractive.py --encoder
-    minilm``) and optionally its RST tree (text in any format of
-    :mod:`fairseq_tpr.corpora.rst_trees`, or an ``RSTNode``; default the right-branching tree,
-    as ``preprocess/extractive.py`` uses without parser output). ``score_units`` gives the logits,
+    minilm``) and its RST tree (``tree=``: text in any format of
+    :mod:`fairseq_tpr.corpora.rst_trees`, or an ``RSTNode``). A document without a tree is a
+    ConfigError unless ``right_branching=True`` asks for the right-branching tree (unit i the
+    nucleus, the rest its satellite: the placeholder of ``preprocess/extractive.py
+    --right-branching-trees``, not a discourse parse). ``score_units`` gives the logits,
     ``extract`` the chosen units and ``summarize`` their text, as fairseq-tpr-extract does."""
 
     def __init__(self, cfg, task, models):
@@ -147,12 +150,18 @@ class ExtractiveHubInterface(nn.Module):
     def device(self):
         return self._float_tensor.device
 
-    def _batch(self, unit_vectors, tree):
+    def _batch(self, unit_vectors, tree, right_branching=False):
         units = np.asarray(unit_vectors, dtype=np.float32)
         if units.ndim != 2 or units.shape[1] != self.task.unit_dim:
-            raise ValueError(f"the model takes U x {self.task.unit_dim} unit vectors ({self.task.meta.get('encoder')} "
+            raise InputError(f"the model takes U x {self.task.unit_dim} unit vectors ({self.task.meta.get('encoder')} "
                              f"encoder, meta.json); got shape {units.shape}")
         n = units.shape[0]
+        if tree is not None and right_branching:
+            raise ConfigError("give tree=... or right_branching=True, not both")
+        if tree is None and not right_branching:
+            raise ConfigError("no tree: pass tree=... (an RST tree of the document's units, e.g. from "
+                              "preprocess/rst_parse.sh) or right_branching=True for the right-branching placeholder "
+                              "(as preprocess/extractive.py --right-branching-trees)")
         if tree is None:
             tree = right_branching_tree(n)
         elif isinstance(tree, RSTNode):
@@ -166,37 +175,42 @@ class ExtractiveHubInterface(nn.Module):
         return dataset.collater([dataset[0]])
 
     @torch.no_grad()
-    def score_units(self, unit_vectors, tree: Union[None, str, RSTNode] = None) -> np.ndarray:
-        """One logit per unit (U,), the mean over the loaded models (one model: its logits)."""
-        batch = self._batch(unit_vectors, tree)
+    def score_units(self, unit_vectors, tree: Union[None, str, RSTNode] = None,
+                    right_branching: bool = False) -> np.ndarray:
+        """One logit per unit (U,), the mean over the loaded models (one model: its logits). ``tree``
+        is the document's RST tree; without one, ``right_branching=True`` must ask for the
+        right-branching placeholder (else a ConfigError)."""
+        batch = self._batch(unit_vectors, tree, right_branching)
         net_input = {k: v.to(self.device) for k, v in batch["net_input"].items()}
         logits = torch.stack([model(**net_input)[0][0].float() for model in self.models]).mean(0)
         return logits.cpu().numpy()
 
     def extract(self, unit_vectors, k: Optional[int] = None, words: Optional[int] = None,
-                texts: Optional[Sequence[str]] = None, tree: Union[None, str, RSTNode] = None) -> List[int]:
+                texts: Optional[Sequence[str]] = None, tree: Union[None, str, RSTNode] = None,
+                right_branching: bool = False) -> List[int]:
         """0-based indices, in document order, of the units fairseq-tpr-extract would choose: the
         ``k`` best (default 3 sentences / 6 EDUs), or with ``words`` (needs ``texts``) the best units
         as long as the summary stays within that many words."""
         from .models.discourse_synthesizer import select_units as select
 
         if words is not None and texts is None:
-            raise ValueError("extract: a word budget needs the unit texts (texts=...)")
-        scores = self.score_units(unit_vectors, tree)
+            raise ConfigError("extract: a word budget needs the unit texts (texts=...)")
+        scores = self.score_units(unit_vectors, tree, right_branching)
         if texts is not None and len(texts) != len(scores):
-            raise ValueError(f"extract: {len(texts)} texts for {len(scores)} unit vectors")
+            raise InputError(f"extract: {len(texts)} texts for {len(scores)} unit vectors")
         k = k or (6 if self.unit == "edu" else 3)
         return select(scores, texts, k=k, words=words)
 
     def summarize(self, texts: Sequence[str], unit_vectors, k: Optional[int] = None, words: Optional[int] = None,
-                  tree: Union[None, str, RSTNode] = None) -> str:
+                  tree: Union[None, str, RSTNode] = None, right_branching: bool = False) -> str:
         """The chosen units' texts in document order, joined by a space (a line of fairseq-tpr-extract --out)."""
-        chosen = self.extract(unit_vectors, k=k, words=words, texts=texts, tree=tree)
+        chosen = self.extract(unit_vectors, k=k, words=words, texts=texts, tree=tree, right_branching=right_branching)
         return " ".join(texts[i].strip() for i in chosen)
 
     def translate(self, *args, **kwargs):
         raise TypeError("discourse_synthesizer is an extractive model: it scores the units of a document and "
-                        "generates nothing; use score_units(vectors), extract(vectors) or summarize(texts, vectors)")
+                        "generates nothing; use score_units(vectors, tree), extract(vectors, tree=tree) or "
+                        "summarize(texts, vectors, tree=tree)")
 
     sample = generate = translate
 

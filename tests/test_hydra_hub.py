@@ -37,7 +37,7 @@ from omegaconf import OmegaConf
 
 import fairseq_tpr  # noqa: F401  (registers the archs)
 from fairseq_tpr import hub
-from fairseq_tpr.errors import InputError
+from fairseq_tpr.errors import ConfigError, InputError
 from fairseq_tpr.data.extractive_dataset import SplitWriter
 from fairseq_tpr.corpora.rst_trees import parse_tree
 from fairseq_tpr.modules.tree_attention import right_branching_tree, tree_to_arrays
@@ -550,12 +550,21 @@ def test_hub_extractive_equals_fairseq_tpr_extract(data, tmp_path):
     docs = data["docs"]["test"]
     assert any(tree for _, _, tree in docs) and any(tree is None for _, _, tree in docs)
     for (units, vectors, tree), chosen, summary in zip(docs, expected, summaries):
-        assert model.extract(vectors, k=2, tree=tree) == chosen
-        assert model.summarize(units, vectors, k=2, tree=tree) == summary
-        assert model.score_units(vectors, tree).shape == (len(units),)
+        rb = tree is None  # the data gave these documents right-branching trees
+        assert model.extract(vectors, k=2, tree=tree, right_branching=rb) == chosen
+        assert model.summarize(units, vectors, k=2, tree=tree, right_branching=rb) == summary
+        assert model.score_units(vectors, tree, right_branching=rb).shape == (len(units),)
     units, vectors, tree = docs[0]
-    assert tree is not None and not np.allclose(model.score_units(vectors, tree), model.score_units(vectors))
-    assert len(model.extract(vectors)) == 3  # default k: 3 sentence units
+    assert tree is not None and not np.allclose(model.score_units(vectors, tree),
+                                                model.score_units(vectors, right_branching=True))
+    assert len(model.extract(vectors, right_branching=True)) == 3  # default k: 3 sentence units
+    # a missing tree is an error unless the right-branching placeholder is asked for by name
+    for call in (lambda: model.score_units(vectors), lambda: model.extract(vectors),
+                 lambda: model.summarize(units, vectors)):
+        with pytest.raises(ConfigError, match="right_branching=True"):
+            call()
+    with pytest.raises(ConfigError, match="not both"):
+        model.score_units(vectors, tree, right_branching=True)
     with pytest.raises(TypeError, match="extractive"):
         model.translate("a b")
     with pytest.raises(ValueError, match="12"):
