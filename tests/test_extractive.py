@@ -397,6 +397,28 @@ def test_end_to_end_preprocess_train_extract_score(tmp_path, run_cli, capsys):
     expect = 100.0 * sum(len({0, 3} & set(c)) for c in chosen) / (2 * len(chosen))  # test oracle: units 1 and 4
     assert row["oracle_precision"] == pytest.approx(expect) and row["picks_first"] == pytest.approx(
         100.0 * sum(0 in c for c in chosen) / len(chosen))
+    # the table at the authors' settings: the summaries fairseq-tpr-extract chose with the same options
+    from fairseq_tpr.scoring import build_scorer
+    from fairseq_tpr.scoring.extractive import select_limited
+
+    assert extractive_table.main(["--data", str(data), "--k", "2", "--max-summary-words", "6", "--with-dependencies",
+                                  "--json", str(tmp_path / "a.json"), f"mine={ckpt}", "lead"]) == 0
+    assert "top 2 or 6 words, each with the units it needs" in capsys.readouterr().out
+    record = json.loads((tmp_path / "a.json").read_text())
+    assert record["max_summary_words"] == 6 and record["with_dependencies"] is True
+    mine, lead = record["rows"]
+    texts = [json.loads(x) for x in (data / "test.units.jsonl").read_text().splitlines()]
+    refs = (data / "test.ref.txt").read_text().splitlines()
+    scorer = build_scorer("rouge", sentence_split="punct")
+    assert mine["rouge1"] == pytest.approx(scorer.score((tmp_path / "dep.sum").read_text().splitlines(), [refs])
+                                           .headline("ROUGE-1"))
+    lead_hyps = [" ".join(t[i] for i in select_limited([-i for i in range(len(t))], t, k=2, max_words=6,
+                                                       requires=[[3, 2]])) for t in texts]
+    assert lead["rouge1"] == pytest.approx(scorer.score(lead_hyps, [refs]).headline("ROUGE-1"))
+    for bad in (["--words", "5", "--max-summary-words", "6"], ["--words", "5", "--with-dependencies"],
+                ["--max-summary-words", "0"]):
+        with pytest.raises(SystemExit):
+            extractive_table.main(["--data", str(data), *bad, "lead"])
 
 
 # ----------------------------------------------------------------------------------- the authors' limits

@@ -1,11 +1,15 @@
 """The slides' results table for a set of trained ``discourse_synthesizer`` checkpoints.
 
     python -m fairseq_tpr.cli.extractive_table --data DATA [--split test] [--k 3 | --words N]
+        [--max-summary-words 80] [--with-dependencies]
         [--metric rouge|rouge-perl] [--sentence-split punct] [--selection-stats] [--json OUT]
         [NAME=]CHECKPOINT|lead|oracle ...
 
 For every checkpoint: extract the summaries of ``--split`` exactly as ``fairseq_tpr.cli.extract``
-does (top ``--k`` units, default 3 sentences / 6 EDUs, or a ``--words`` budget), score them
+does (top ``--k`` units, default 3 sentences / 6 EDUs, or a ``--words`` budget; or the authors'
+selection: ``--max-summary-words N``, ``--k`` units or N words whichever comes first, and
+``--with-dependencies``, each chosen unit bringing the units it needs from
+``DATA/SPLIT.requires.jsonl``; ``lead`` follows the same rule over units in document order), score them
 against ``DATA/SPLIT.ref.txt`` and print one Markdown row: model (NAME, or the slides' name of
 its attention), ROUGE-1, ROUGE-2, ROUGE-L (F1, 0-100), heads, attention parameters, total
 parameters (:meth:`DiscourseSynthesizerModel.parameter_counts`, in millions). ``--metric rouge``
@@ -39,7 +43,11 @@ def main(argv=None):
     p.add_argument("--split", default="test")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--k", type=int)
-    g.add_argument("--words", type=int)
+    g.add_argument("--words", type=int, help="word budget instead of a unit count")
+    p.add_argument("--max-summary-words", type=int, metavar="N",
+                   help="the authors' limit: stop at --k units or N words, whichever comes first (CNN/DM: 80)")
+    p.add_argument("--with-dependencies", action="store_true",
+                   help="a chosen unit brings the units it needs (DATA/SPLIT.requires.jsonl), as the authors' EDUs do")
     p.add_argument("--metric", choices=["rouge", "rouge-perl"], default="rouge")
     p.add_argument("--sentence-split", default="punct", choices=["punct", "files2rouge", "none"])
     p.add_argument("--json", help="write every number here")
@@ -47,6 +55,11 @@ def main(argv=None):
                    help="two more columns: documents whose selection holds unit 1, and selected units that the "
                         "oracle also picks (both in percent)")
     args = p.parse_args(argv)
+    if any(x is not None and x < 1 for x in (args.k, args.words, args.max_summary_words)):
+        p.error("--k, --words and --max-summary-words must be positive")
+    if args.words is not None and (args.max_summary_words is not None or args.with_dependencies):
+        p.error("--words is a budget of its own: the authors' selection is --k with --max-summary-words and/or "
+                "--with-dependencies")
     data = Path(args.data)
     runs = []
     for item in args.checkpoints:
@@ -64,24 +77,31 @@ def main(argv=None):
     k = args.k or (6 if meta.get("unit") == "edu" else 3)
     register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are checked
     from fairseq_tpr.scoring import build_scorer
-    from fairseq_tpr.scoring.extractive import group_runs, markdown_table, score_entries
+    from fairseq_tpr.scoring.extractive import group_runs, markdown_table, read_requires, score_entries
 
     texts = [json.loads(line) for line in open(data / f"{args.split}.units.jsonl", encoding="utf-8")]
     refs = [line.rstrip("\n") for line in open(data / f"{args.split}.ref.txt", encoding="utf-8")]
     scorer = build_scorer(args.metric, sentence_split=args.sentence_split)
     scorer.check()
     L = "ROUGE-L" if args.metric == "rouge-perl" else "ROUGE-Lsum"
-    runs_out, res = score_entries(runs, data, args.split, texts, refs, scorer, L, k=k, words=args.words)
+    requires = read_requires(data, args.split, len(texts)) if args.with_dependencies else None
+    runs_out, res = score_entries(runs, data, args.split, texts, refs, scorer, L, k=k, words=args.words,
+                                  max_words=args.max_summary_words, requires=requires)
     rows = group_runs(runs_out, p.error)
     seeds = max(r["n"] for r in rows)
+    how = (f"{args.words}-word budget" if args.words else f"top {k}"
+           + (f" or {args.max_summary_words} words" if args.max_summary_words else "")
+           + (", each with the units it needs" if requires is not None else ""))
     print(f"{args.split} split of {data} ({len(texts)} documents, {meta.get('unit', '?')} units, "
-          f"{'top ' + str(k) if not args.words else str(args.words) + '-word budget'}); scorer: {res.label}"
+          f"{how}); scorer: {res.label}"
           f"{' (ROUGE-L = ROUGE-Lsum, summary-level)' if args.metric == 'rouge' else ' (files2rouge settings)'}"
           + ("; rows with (n=N) are the mean +- sample std (n-1) of N runs with the same name (seeds)"
              if seeds > 1 else "") + "\n")
     print(markdown_table(rows, args.selection_stats))
     if args.json:
         Path(args.json).write_text(json.dumps({"data": str(data), "split": args.split, "k": k, "words": args.words,
+                                               "max_summary_words": args.max_summary_words,
+                                               "with_dependencies": args.with_dependencies,
                                                "scorer": res.label, "settings": res.settings, "rows": rows}, indent=1))
     return 0
 
