@@ -2,7 +2,8 @@
 
     python preprocess/extractive.py --destdir DATA --unit edu --units-from-trees --encoder minilm \\
         --trainpref raw/train --validpref raw/valid --testpref raw/test [--trees-suffix tree]
-        [--right-branching-trees] [--drop-documents-without-trees] [--dependency-conversion hirao|li]
+        [--right-branching-trees | --random-trees SEED] [--drop-documents-without-trees]
+        [--dependency-conversion hirao|li]
 
 (``preprocess/extractive.py`` runs ``python -m fairseq_tpr.corpora.extractive``.)
 
@@ -27,8 +28,21 @@ without any (no tree file, no ``"tree"`` in ``P.jsonl``) and a document without 
 others with one are errors, unless ``--right-branching-trees`` is given: then each document
 without a tree gets a right-branching tree (unit i the nucleus, the rest of the document its
 satellite), which is NOT a discourse parse. ``meta.json`` says per split where the trees came
-from (``tree_source``: ``rst``, ``right-branching`` or ``mixed``, and then
+from (``tree_source``: ``rst``, ``right-branching``, ``random`` or ``mixed``, and then
 ``tree_source_per_document``), and the summary line says it too.
+
+The random-tree control: ``--random-trees SEED`` gives every document a random binary tree over
+its units (:func:`~fairseq_tpr.modules.tree_attention.random_tree`: random cut points, NS/SN/NN
+with probability 1/3 each, relation labels drawn from the parser's 18 classes,
+:data:`~fairseq_tpr.corpora.rst_trees.RELATION_CLASSES`) in place of its tree. Everything else is
+built as without the flag: the documents (the same ones dropped), the units (with
+``--units-from-trees`` the parser's EDUs, whose parsed structure is then discarded), the oracle
+labels and the sentences of the units; what a unit needs (``S.requires.jsonl``) follows the random
+tree. The tree of a document depends only on SEED, the split and the document's number, so the
+same SEED gives the same trees. A document without a tree is no error with this flag (only
+``--units-from-trees`` needs the trees). ``meta.json`` says ``tree_source: random`` (for every
+document of the split) and ``random_trees``: the seed and how many documents had a parsed tree
+(``replaced_rst``) or none (``without_tree``).
 
 EDUs from the parser: with ``--unit edu --units-from-trees`` the units of a document are the EDU
 texts of its tree (``(text _!...!_)`` leaves, ``<s>``/``<P>`` sentence marks stripped: what
@@ -70,6 +84,7 @@ import contextlib
 import importlib
 import json
 import os
+import random
 import re
 import sys
 import zlib
@@ -80,9 +95,10 @@ import numpy as np
 
 from ..data.extractive_dataset import SplitWriter
 from ..errors import ConfigError, InputError
-from ..modules.tree_attention import DEPENDENCY_CONVERSIONS, NUCLEUS, right_branching_tree, tree_to_arrays
+from ..modules.tree_attention import (DEPENDENCY_CONVERSIONS, NUCLEUS, random_tree, right_branching_tree,
+                                      tree_to_arrays)
 from .rawio import read_lines, read_text
-from .rst_trees import read_tree, sentence_marks
+from .rst_trees import RELATION_CLASSES, read_tree, sentence_marks
 
 ORACLE_K = {"sentence": 3, "edu": 6}
 
@@ -332,7 +348,7 @@ def _attach_trees(pref, docs, trees_suffix):
 
 def read_split(pref, args):
     """``(documents, info)`` of one prefix, checked (module docstring): every document a dict (see
-    :func:`_read_docs`) with ``tree_source`` (``rst`` or ``right-branching``) and ``number``
+    :func:`_read_docs`) with ``tree_source`` (``rst``, ``right-branching`` or ``random``) and ``number``
     (1-based, in the input); ``info`` says which documents were dropped for want of a tree."""
     pref = str(pref)
     from_trees = getattr(args, "units_from_trees", False)
@@ -351,7 +367,8 @@ def read_split(pref, args):
                          f"--drop-documents-without-trees, or parse them again (preprocess/rst_parse.sh "
                          f"--retry-failed)")
     lacking = [d for d in docs if not str(d["tree"] or "").strip()]
-    if lacking and not getattr(args, "right_branching_trees", False):
+    random_seed = getattr(args, "random_trees", None)
+    if lacking and not getattr(args, "right_branching_trees", False) and (random_seed is None or from_trees):
         if len(lacking) == len(docs):
             raise InputError(f"{pref}: no RST trees (no {pref}.{args.trees_suffix} file or directory, no \"tree\" in "
                              f"{pref}.jsonl): parse the documents (preprocess/rst_parse.sh {pref}.jsonl "
@@ -365,6 +382,8 @@ def read_split(pref, args):
         raise InputError(f"{lacking[0]['where']}: no tree, and --units-from-trees takes the units from the trees")
     for d in docs:
         d["tree_source"] = "rst" if str(d["tree"] or "").strip() else "right-branching"
+        if random_seed is not None:
+            d["replaced"], d["tree_source"] = ("rst" if d["tree_source"] == "rst" else "none"), "random"
         where, units, labels = d["where"], d["units"], d["labels"]
         for i, u in enumerate(units or [], 1):
             if not isinstance(u, str) or not u.strip():
@@ -430,6 +449,7 @@ def build_split(pref, split, args, encoder, writer_cls=SplitWriter):
     docs, info = read_split(pref, args)
     k = args.oracle_k or ORACLE_K[args.unit]
     conversion = getattr(args, "dependency_conversion", "hirao")
+    random_seed = getattr(args, "random_trees", None)
     writer = writer_cls(args.destdir, split)
     n_truncated, n_pos, any_requires = 0, 0, False
     ready = []  # (units, labels, nodes, parents, summary, requires) per document, then every unit encoded at once
@@ -461,6 +481,8 @@ def build_split(pref, split, args, encoder, writer_cls=SplitWriter):
             sentence = sentence_marks(texts)[1] if texts and all(t is not None for t in texts) else None
         elif not tree_text:
             tree = right_branching_tree(len(units))
+        if random_seed is not None:  # the control: the same units, a random tree (module docstring)
+            tree = random_tree(len(units), random.Random(f"{random_seed}/{split}/{d['number']}"), RELATION_CLASSES)
         if labels is None:
             chosen = greedy_oracle(units, summary, k)
             labels = [1 if i in chosen else 0 for i in range(len(units))]
@@ -490,6 +512,7 @@ def build_split(pref, split, args, encoder, writer_cls=SplitWriter):
     source = sources[0] if len(set(sources)) == 1 else "mixed"
     dropped = info["dropped"]
     print(f"{split}: {len(docs)} documents, {writer.n_units} units, {n_pos} oracle units, trees: {source}"
+          + (f" (seed {random_seed})" if random_seed is not None else "")
           + (f" ({sources.count('rst')} rst, {sources.count('right-branching')} right-branching)"
              if source == "mixed" else "")
           + (f", {n_truncated} documents truncated to {args.max_units} units" if n_truncated else "")
@@ -500,6 +523,10 @@ def build_split(pref, split, args, encoder, writer_cls=SplitWriter):
            "requires": f"{split}.requires.jsonl" if any_requires else None}
     if source == "mixed":
         out["tree_source_per_document"] = sources
+    if random_seed is not None:
+        replaced = [d["replaced"] for d in docs]
+        out["random_trees"] = {"seed": random_seed, "replaced_rst": replaced.count("rst"),
+                               "without_tree": replaced.count("none")}
     if dropped:
         out["dropped_without_tree"] = {"count": len(dropped), "documents": [n for n, _ in dropped]}
     summary_json = Path(f"{pref}.{args.trees_suffix}") / ".rst_parse" / "summary.json"
@@ -522,6 +549,10 @@ def main(argv=None):
     parser.add_argument("--right-branching-trees", action="store_true",
                         help="give every document without a tree a right-branching tree (a placeholder, not a "
                              "discourse parse; meta.json records the tree source, per document when mixed)")
+    parser.add_argument("--random-trees", type=int, metavar="SEED",
+                        help="the control: every document gets a random binary tree over its units (random cuts, "
+                             "NS/SN/NN, the parser's relation labels), the same for the same SEED; everything else "
+                             "as without the flag; meta.json says tree_source random")
     parser.add_argument("--units-from-trees", action="store_true",
                         help="the units are the EDU texts of the trees (as preprocess/rst_parse writes them); "
                              "PREF.jsonl \"units\" or PREF.doc, when given, must spell the same text")
@@ -542,6 +573,9 @@ def main(argv=None):
     prefs = {s: getattr(args, f"{s}pref") for s in ("train", "valid", "test") if getattr(args, f"{s}pref")}
     if not prefs:
         parser.error("give at least one of --trainpref/--validpref/--testpref")
+    if args.random_trees is not None and args.right_branching_trees:
+        raise ConfigError("--random-trees and --right-branching-trees: give one (--random-trees replaces every "
+                          "document's tree, so no document is left for the right-branching placeholder)")
     for s, p in prefs.items():  # check every input before encoding anything
         read_split(p, args)
     encoder = (MiniLMEncoder(args.batch_size, progress=not args.no_progress) if args.encoder == "minilm"

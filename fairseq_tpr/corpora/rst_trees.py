@@ -69,6 +69,14 @@ import xml.etree.ElementTree as ET
 from ..errors import InputError
 from ..modules.tree_attention import NUCLEUS, SATELLITE, RSTNode, validate_tree
 
+# The relation classes the Feng & Hirst parser labels its nodes with (the 18 classes of RST-DT,
+# spelled as its utils/RST_Classes.py spells them, "span" left out): what preprocess/rst_parse
+# writes in (rel2par ...), and the labels a random tree (preprocess/extractive.py --random-trees)
+# draws from.
+RELATION_CLASSES = ("Attribution", "Background", "Cause", "Comparison", "Condition", "Contrast", "Elaboration",
+                    "Enablement", "Evaluation", "Explanation", "Joint", "Manner-Means", "Topic-Comment", "Summary",
+                    "Temporal", "Topic-Change", "textual-organization", "same-unit")
+
 
 def _nuc(label, where):
     key = str(label).strip().lower()

@@ -47,7 +47,8 @@ Encodings (each returns an n x n float matrix whose rows sum to 1; no softmax is
 
 :func:`right_branching_tree` builds the placeholder tree of ``preprocess/extractive.py
 --right-branching-trees`` (not a discourse parse): unit i is the nucleus and the rest of the
-document (i+1..n) its satellite, recursively.
+document (i+1..n) its satellite, recursively. :func:`random_tree` builds the control of
+``preprocess/extractive.py --random-trees SEED``: a random binary tree over the same units.
 
 The batched torch versions (:func:`ctree_matrices`, :func:`dtree_matrices`) compute the same
 matrices from the compact form :func:`tree_to_arrays` writes (what the extractive data files hold).
@@ -136,6 +137,32 @@ def right_branching_tree(n):
 
     root = build(1, None)
     return root
+
+
+def random_tree(n, rng, relations):
+    """A random binary RST tree over units 1..n (the control of ``--random-trees``): a span of two or
+    more units is cut after a unit drawn uniformly from its first to its last but one; the two
+    halves are nucleus-satellite, satellite-nucleus or both nuclei, each with probability 1/3, and
+    the relation is drawn uniformly from ``relations``. As in the parser's trees, the satellite of
+    a mononuclear relation carries the relation and its nucleus ``span``; both nuclei of a
+    multinuclear one carry the relation. ``rng`` is a :class:`random.Random`; the same state gives
+    the same tree."""
+    if n < 1:
+        raise InputError("a document needs at least one unit")
+    if not relations:
+        raise InputError("random_tree needs at least one relation label")
+
+    def build(a, b, nuc, rel):
+        if a == b:
+            return RSTNode(a, a, nuc, rel)
+        cut = rng.randint(a, b - 1)
+        n1, n2 = rng.choice(("NS", "SN", "NN"))
+        relation = rng.choice(relations)
+        rels = [relation if (x == SATELLITE or n1 == n2) else "span" for x in (n1, n2)]
+        kids = [build(a, cut, n1, rels[0]), build(cut + 1, b, n2, rels[1])]
+        return RSTNode(a, b, nuc, rel, kids)
+
+    return build(1, n, None, None)
 
 
 # ----------------------------------------------------------------------------------- encodings
