@@ -12,7 +12,8 @@ library of ``fairseq-tpr-parse``. The model is :class:`~.parser_model.ATPLParser
   every tree. Loss = mean cross-entropy over the segment decisions + mean cross-entropy over
   the segment categories (each pooled over all layers of the batch). Adam, gradient clipping,
   early stopping on the validation F1 (an equal F1 with a lower validation loss counts as
-  better); the best epoch is kept and saved as ``checkpoint_best.pt`` (atomic write).
+  better); the best epoch is kept and saved as ``checkpoint_best.pt`` (atomic write): the loop
+  of :mod:`.training`, shared with the POS tagger.
 * Decoding (:func:`decode`): greedy, layer by layer from layer 2: decide each layer-(k-1)
   segment, form the layer-k segments, classify them, until one segment covers the sentence
   (at most ``max_layers`` layers, then one root segment is forced); then the tree builder with
@@ -24,11 +25,7 @@ library of ``fairseq-tpr-parse``. The model is :class:`~.parser_model.ATPLParser
 
 Shapes are batch-first; ``seg`` tensors hold segment numbers per sentence, -1 at padding.
 """
-import math
-import random
 import statistics
-import sys
-import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +38,7 @@ from ..checkpoint_io import atomic_write
 from ..errors import CheckpointError, ConfigError, InputError
 from . import evalb
 from .parser_model import ATPLParser, segment_decisions, segment_loss
+from .training import Validation, optimizer_step, train_early_stopping
 from .tree_encoding import TreeEncoding, boundaries, build_tree, encode
 from ..corpora.ptb_trees import Tree, add_top, normalize, read_trees, strip_top
 from .unbinding_dump import UnbindingDump, load_unbinding
@@ -448,11 +446,7 @@ def run_epoch(model, split: Split, device, optimizer=None, batch_size=32, rng=No
         for batch in split.batches(batch_size, shuffle=train, rng=rng):
             loss, (ss, ns), (cs, nc) = batch_loss(model, batch.to(device))
             if train:
-                optimizer.zero_grad()
-                loss.backward()
-                if clip_norm > 0:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
-                optimizer.step()
+                optimizer_step(model, optimizer, loss, clip_norm)
             c["seg"] += ss
             c["n_seg"] += ns
             c["cat"] += cs
@@ -464,42 +458,24 @@ def run_epoch(model, split: Split, device, optimizer=None, batch_size=32, rng=No
 
 def train(cfg, model, splits, vocab, device, *, seed=1, max_epochs=30, patience=5, batch_size=32, lr=1e-3,
           clip_norm=5.0, save_dir=None, progress=True, max_layers=None):
-    """Train with early stopping on the validation F1 (module docstring); returns the model
-    with the best epoch's weights, that epoch and its validation F1."""
-    from tqdm import tqdm
+    """Train with early stopping on the validation F1 (:func:`~.training.train_early_stopping`);
+    returns the model with the best epoch's weights, that epoch and its validation F1."""
 
-    rng = random.Random(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    best = (-1.0, math.inf)
-    best_epoch, best_state, bad = 0, None, 0
-    bar = tqdm(range(1, max_epochs + 1), desc="epochs", unit="epoch", disable=not progress, file=sys.stderr)
-    t0 = time.time()
-    epoch = 0
-    for epoch in bar:
-        tr_loss, tr_seg, tr_cat = run_epoch(model, splits["train"], device, optimizer, batch_size, rng, clip_norm)
-        if not math.isfinite(tr_loss):
-            raise ConfigError(f"training loss is {tr_loss} at epoch {epoch}; lower --lr")
-        va_loss, _, _ = run_epoch(model, splits["valid"], device, batch_size=batch_size)
+    def train_epoch(optimizer, rng):
+        loss, seg, cat = run_epoch(model, splits["train"], device, optimizer, batch_size, rng, clip_norm)
+        return loss, f" (segments {seg:.4g}, categories {cat:.4g})"
+
+    def validate():
+        loss, _, _ = run_epoch(model, splits["valid"], device, batch_size=batch_size)
         _, res = evaluate(model, splits["valid"], vocab, device, batch_size, max_layers)
-        f1 = res.all.f1
-        bar.set_postfix(train_loss=f"{tr_loss:.3f}", valid_loss=f"{va_loss:.3f}", valid_f1=f"{100 * f1:.2f}")
-        tqdm.write(f"epoch {epoch}: train loss {tr_loss:.4g} (segments {tr_seg:.4g}, categories {tr_cat:.4g}) | "
-                   f"valid loss {va_loss:.4g} | valid F1 {100 * f1:.2f} (P {100 * res.all.precision:.2f}, "
-                   f"R {100 * res.all.recall:.2f}) | {time.time() - t0:.0f}s", file=sys.stderr)
-        if (f1, -va_loss) > (best[0], -best[1]):
-            best, best_epoch, bad = (f1, va_loss), epoch, 0
-            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-            if save_dir:
-                save_checkpoint(Path(save_dir) / "checkpoint_best.pt", model, cfg, vocab, epoch, f1)
-        else:
-            bad += 1
-            if bad >= patience:
-                break
-    bar.close()
-    model.load_state_dict(best_state)
-    print(f"best epoch {best_epoch} (valid F1 {100 * best[0]:.2f}), {epoch} epochs in {time.time() - t0:.0f}s",
-          file=sys.stderr)
-    return model, best_epoch, best[0]
+        return Validation(res.all.f1, loss, f" (P {100 * res.all.precision:.2f}, R {100 * res.all.recall:.2f})")
+
+    def save_best(epoch, f1):
+        save_checkpoint(Path(save_dir) / "checkpoint_best.pt", model, cfg, vocab, epoch, f1)
+
+    return train_early_stopping(model, train_epoch, validate, save_best if save_dir else None, seed=seed,
+                                max_epochs=max_epochs, patience=patience, lr=lr, progress=progress,
+                                score_name="valid F1", score_key="valid_f1")
 
 
 # ----------------------------------------------------------------------------- checkpoints

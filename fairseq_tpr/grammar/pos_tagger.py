@@ -9,7 +9,8 @@ the paper's equations); this module holds everything around it:
   set come from the training split (or from a checkpoint), other words map to ``<unk>``;
 * :func:`train`: Adam with gradient clipping, early stopping on validation token accuracy
   (``patience`` epochs without improvement; an equal accuracy with a lower validation loss
-  counts as better), the best epoch kept and saved as ``checkpoint_best.pt``;
+  counts as better), the best epoch kept and saved as ``checkpoint_best.pt`` (the loop of
+  :mod:`.training`, shared with the parser);
 * :func:`evaluate`: per split, token accuracy and accuracy on out-of-vocabulary tokens and on
   tokens whose word had more than one tag in training (ambiguous), with their counts;
   :func:`markdown` prints them;
@@ -18,10 +19,6 @@ the paper's equations); this module holds everything around it:
 
 Shapes are batch-first (``B x T``), as in the tagger.
 """
-import math
-import random
-import sys
-import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -31,6 +28,7 @@ from ..checkpoint_io import atomic_write
 from ..corpora.pos import read_tagged
 from ..errors import CheckpointError, ConfigError, InputError
 from ..modules.pos_tagger import BiLSTMPosTagger, tagging_loss
+from .training import Validation, optimizer_step, train_early_stopping
 from .unbinding_dump import check_alignment, load_unbinding
 
 CKPT_FORMAT = "fairseq_tpr.pos_tagger/1"
@@ -161,11 +159,7 @@ def run_epoch(model, split, device, optimizer=None, batch_size=32, rng=None, cli
             if n_scored:
                 loss = tagging_loss(scores, tags)
                 if train:
-                    optimizer.zero_grad()
-                    loss.backward()
-                    if clip_norm > 0:
-                        torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
-                    optimizer.step()
+                    optimizer_step(model, optimizer, loss, clip_norm)
                 tot_loss += loss.item() * n_scored
                 n_loss += n_scored
             mask = (torch.arange(words.size(1))[None, :] < lengths[:, None]).to(device)
@@ -247,35 +241,22 @@ def build_model(cfg, n_words, n_tags):
 
 def train(cfg, model, splits, device, words, tags, ambiguous, *, seed=1, max_epochs=30, patience=5,
           batch_size=32, lr=1e-3, clip_norm=5.0, save_dir=None, progress=True):
-    """Train ``model`` on ``splits["train"]`` with early stopping on ``splits["valid"]`` (module
-    docstring); returns the model with the best epoch's weights and that epoch."""
-    from tqdm import tqdm
+    """Train ``model`` on ``splits["train"]`` with early stopping on the validation token accuracy
+    (:func:`~.training.train_early_stopping`); returns the model with the best epoch's weights and
+    that epoch."""
 
-    rng = random.Random(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    best_acc, best_loss, best_epoch, best_state, bad = -1.0, math.inf, 0, None, 0
-    bar = tqdm(range(1, max_epochs + 1), desc="epochs", unit="epoch", disable=not progress, file=sys.stderr)
-    t0 = time.time()
-    for epoch in bar:
-        tr_loss, _ = run_epoch(model, splits["train"], device, optimizer, batch_size, rng, clip_norm)
-        va_loss, c = run_epoch(model, splits["valid"], device, batch_size=batch_size)
-        va_acc = c["correct"] / max(1, c["tokens"])
-        if not math.isfinite(tr_loss):
-            raise ConfigError(f"training loss is {tr_loss} at epoch {epoch}; lower --lr")
-        bar.set_postfix(train_loss=f"{tr_loss:.3f}", valid_loss=f"{va_loss:.3f}", valid_acc=f"{100 * va_acc:.2f}")
-        tqdm.write(f"epoch {epoch}: train loss {tr_loss:.4g} | valid loss {va_loss:.4g} | valid accuracy "
-                   f"{100 * va_acc:.2f}% | {time.time() - t0:.0f}s", file=sys.stderr)
-        if va_acc > best_acc or (va_acc == best_acc and va_loss < best_loss):  # ties: the lower valid loss
-            best_acc, best_loss, best_epoch, bad = va_acc, va_loss, epoch, 0
-            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-            if save_dir:
-                save_checkpoint(Path(save_dir) / "checkpoint_best.pt", model, cfg, words, tags, ambiguous, epoch, va_acc)
-        else:
-            bad += 1
-            if bad >= patience:
-                break
-    bar.close()
-    model.load_state_dict(best_state)
-    print(f"best epoch {best_epoch} (valid accuracy {100 * best_acc:.2f}%), {epoch} epochs in {time.time() - t0:.0f}s",
-          file=sys.stderr)
+    def train_epoch(optimizer, rng):
+        return run_epoch(model, splits["train"], device, optimizer, batch_size, rng, clip_norm)[0], ""
+
+    def validate():
+        loss, c = run_epoch(model, splits["valid"], device, batch_size=batch_size)
+        return Validation(c["correct"] / max(1, c["tokens"]), loss)
+
+    def save_best(epoch, valid_acc):
+        save_checkpoint(Path(save_dir) / "checkpoint_best.pt", model, cfg, words, tags, ambiguous, epoch, valid_acc)
+
+    model, best_epoch, _ = train_early_stopping(
+        model, train_epoch, validate, save_best if save_dir else None, seed=seed, max_epochs=max_epochs,
+        patience=patience, lr=lr, progress=progress, score_name="valid accuracy", score_key="valid_acc",
+        score_unit="%")
     return model, best_epoch
