@@ -102,6 +102,35 @@ def test_segment_logits_shapes_and_one_decision_per_segment():
         M.ATPLParser(5, 7, 9, u_dim=4, segment_target="bits")
 
 
+# the keys of one LayerNet in checkpoints written before it was made of the POS tagger's modules
+OLD_LAYER_NET_KEYS = ["lstm.weight_ih_l0", "lstm.weight_hh_l0", "lstm.bias_ih_l0", "lstm.bias_hh_l0",
+                      "lstm.weight_ih_l0_reverse", "lstm.weight_hh_l0_reverse", "lstm.bias_ih_l0_reverse",
+                      "lstm.bias_hh_l0_reverse", "W_fwd.W_a", "W_fwd.W_b", "W_fwd.W_c", "W_bwd.W_a", "W_bwd.W_b",
+                      "W_bwd.W_c"]
+
+
+def test_a_checkpoint_with_the_older_keys_still_loads(tmp_path, shapes):
+    cfg = {"features": "words", "segment_target": "parity", "layer_input": "u", "hidden": 4, "rank": 2,
+           "word_dim": 4, "dropout": 0.0, "word_dropout": 0.0}
+    splits, vocab = P.load_data({"test": str(shapes / "test.mrg"), "train": str(shapes / "train.mrg")}, {}, cfg)
+    torch.manual_seed(0)
+    model = P.build_model(cfg, vocab)
+    path = tmp_path / "checkpoint_best.pt"
+    P.save_checkpoint(path, model, cfg, vocab, 1, 0.5)
+    ckpt = torch.load(path)
+    old = {k.replace(".context.", ".").replace(".scorer.", "."): v for k, v in ckpt["model"].items()}
+    assert [k[len("segmenters.0."):] for k in old if k.startswith("segmenters.0.")] == OLD_LAYER_NET_KEYS
+    torch.save({**ckpt, "model": old}, path)
+
+    loaded, vocab2 = P.load_checkpoint(path)
+    torch.manual_seed(1)
+    again = P.build_model(loaded["config"], vocab2)
+    again.load_state_dict(loaded["model"])  # strict: every key found
+    for k, v in model.state_dict().items():
+        assert torch.equal(again.state_dict()[k], v), k
+    assert P.decode(again, splits["test"], vocab2, "cpu") == P.decode(model, splits["test"], vocab, "cpu")
+
+
 # ----------------------------------------------------------------------------- decoding
 
 

@@ -6,8 +6,8 @@ of the ATPL autoencoder, or in the baseline a word embedding ``E w_t`` of the sa
 tags ``z_{1,t}`` (layer 1). Layers and segments are those of
 :mod:`fairseq_tpr.grammar.tree_encoding`; ``s_{k,m}`` is the m-th segment of layer k.
 
-Every layer k >= 2 has two nets of one shape (:class:`LayerNet`), a BLSTM over ``x`` and the
-POS-conditioned factored output of Eq. 10:
+Every layer k >= 2 has two nets of one shape (:class:`LayerNet`, made of the POS tagger's
+BLSTM and factored scorer), a BLSTM over ``x`` and the POS-conditioned factored output of Eq. 10:
 
     h_fwd_{k,t}, h_bwd_{k,t} = BLSTM_k(x_t, h_fwd_{k,t-1}, h_bwd_{k,t+1})                    (Eq. 11)
     a_{k,t} = W_fwd_k(z_{1,t}) h_fwd_{k,t} + W_bwd_k(z_{1,t}) h_bwd_{k,t},
@@ -41,9 +41,9 @@ from typing import Optional, Tuple
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ..modules.factored_linear import FactoredLinear
+from ..modules.pos_tagger import BLSTMContext, FactoredScorer
 
 FEATURES = ("unbinding", "words")
 SEGMENT_TARGETS = ("parity", "boundary")
@@ -51,24 +51,42 @@ LAYER_INPUTS = ("u", "u+prev")
 
 
 class LayerNet(nn.Module):
-    """``a_t = W_fwd(z_{1,t}) h_fwd_t + W_bwd(z_{1,t}) h_bwd_t`` over ``BLSTM(x)`` (Eq. 10-11)."""
+    """``a_t = W_fwd(z_{1,t}) h_fwd_t + W_bwd(z_{1,t}) h_bwd_t`` over ``BLSTM(x)`` (Eq. 10-11): the
+    POS tagger's BLSTM (:class:`~fairseq_tpr.modules.pos_tagger.BLSTMContext`, Eq. 8) and its
+    factored scorer (:class:`~fairseq_tpr.modules.pos_tagger.FactoredScorer`, Eq. 9-10), with
+    the POS tag ``z_{1,t}`` where the tagger has the word."""
+
+    # the state-dict keys of checkpoints written before the net was built from the tagger's modules
+    OLD_KEYS = (("lstm.", "context.lstm."), ("W_fwd.", "scorer.W_fwd."), ("W_bwd.", "scorer.W_bwd."))
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, n_pos: int, rank: int, dropout: float):
         super().__init__()
-        self.lstm = nn.LSTM(in_dim, hidden, batch_first=True, bidirectional=True)
-        self.dropout = nn.Dropout(dropout)
-        self.hidden = hidden
-        self.W_fwd = FactoredLinear(hidden, out_dim, n_pos, rank)
-        self.W_bwd = FactoredLinear(hidden, out_dim, n_pos, rank)
+        self.context = BLSTMContext(in_dim, hidden, dropout)  # Eq. 11
+        self.scorer = FactoredScorer(hidden, out_dim, n_pos, rank)  # Eq. 10
+
+    # the equations' names for the parts (and the attributes of the nets before they were shared)
+    @property
+    def lstm(self) -> nn.LSTM:
+        return self.context.lstm
+
+    @property
+    def W_fwd(self) -> FactoredLinear:
+        return self.scorer.W_fwd
+
+    @property
+    def W_bwd(self) -> FactoredLinear:
+        return self.scorer.W_bwd
 
     def forward(self, x: torch.Tensor, pos: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """``x`` B x T x C_in, ``pos`` B x T (long), ``lengths`` B -> B x T x out_dim."""
-        T = x.size(1)
-        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
-        h, _ = self.lstm(packed)
-        h, _ = pad_packed_sequence(h, batch_first=True, total_length=T)  # B x T x 2H
-        h = self.dropout(h)
-        return self.W_fwd(pos, h[..., : self.hidden]) + self.W_bwd(pos, h[..., self.hidden:])
+        h_fwd, h_bwd = self.context(x, lengths)  # B x T x H each
+        return self.scorer(pos, h_fwd, h_bwd)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        for old, new in self.OLD_KEYS:  # an older checkpoint: lstm.*, W_fwd.*, W_bwd.*
+            for key in [k for k in state_dict if k.startswith(prefix + old)]:
+                state_dict[prefix + new + key[len(prefix + old):]] = state_dict.pop(key)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
 
 def span_mean(a: torch.Tensor, seg: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
