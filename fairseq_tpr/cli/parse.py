@@ -33,7 +33,9 @@ import os
 import sys
 from pathlib import Path
 
-SPLITS = ("train", "valid", "test")
+from fairseq_tpr.cli import (GRAMMAR_SPLITS as SPLITS, add_grammar_size_args, add_grammar_split_args,
+                             add_grammar_training_args, check_grammar_args, check_unbinding_args)
+
 # the choices of fairseq_tpr.grammar.parser_model, without importing torch before parsing
 FEATURES = ("unbinding", "words")
 SEGMENT_TARGETS = ("parity", "boundary")
@@ -49,13 +51,8 @@ def _model_args(p):
                    help="what a segment decision says: the paper's alternating bit z_{k,t}, or 'a new segment starts'")
     m.add_argument("--layer-input", default="u", choices=LAYER_INPUTS,
                    help="BLSTM input of layer k: u_t only (Eq. 13 as written) or u_t plus the code of the layer below")
-    m.add_argument("--hidden", type=int, default=128, help="BLSTM hidden size per direction")
-    m.add_argument("--rank", type=int, default=64, help="inner size of W(z) = W_a diag(W_b z) W_c (Eq. 10)")
-    m.add_argument("--word-dim", type=int, default=0,
-                   help="word embedding size for --features words (0: the size of u_t in the dumps given, "
-                        "else 32: same sizes as the u_t parser)")
-    m.add_argument("--dropout", type=float, default=0.2)
-    m.add_argument("--word-dropout", type=float, default=0.05, help="--features words: P(word -> <unk>) in training")
+    add_grammar_size_args(m, word_dim=0, word_dim_help="word embedding size for --features words (0: the size of "
+                                                       "u_t in the dumps given, else 32: same sizes as the u_t parser)")
 
 
 def get_parser():
@@ -65,17 +62,9 @@ def get_parser():
     sub = p.add_subparsers(dest="command", required=True, metavar="{train,decode,score,sentences,table}")
 
     t = sub.add_parser("train", help="train a parser, then decode and score its splits")
-    for split in SPLITS:
-        t.add_argument(f"--{split}-trees", help=f"{split} trees (.mrg or one bracketed tree per line)")
-        t.add_argument(f"--{split}-u", help=f"{split} unbinding vectors (.npz from fairseq-tpr-unbinding)")
+    add_grammar_split_args(t, "trees", "trees (.mrg or one bracketed tree per line)")
     _model_args(t)
-    g = t.add_argument_group("training")
-    g.add_argument("--max-epochs", type=int, default=30)
-    g.add_argument("--patience", type=int, default=5, help="stop after this many epochs without a better valid F1")
-    g.add_argument("--batch-size", type=int, default=32, help="trees per batch")
-    g.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate")
-    g.add_argument("--clip-norm", type=float, default=5.0)
-    g.add_argument("--seed", type=int, default=1)
+    add_grammar_training_args(t.add_argument_group("training"), unit="trees", score="F1")
     _run_args(t)
     o = t.add_argument_group("output")
     o.add_argument("--save-dir", help="write checkpoint_best.pt here")
@@ -137,18 +126,8 @@ def main(argv=None):
         print(f"{args.out}: {len(examples)} sentences, {sum(len(ex.words) for ex in examples)} words")
         return 0
     if args.command == "train":
-        if not args.train_trees or not args.valid_trees:
-            parser.error("train needs --train-trees and --valid-trees (valid is used for early stopping)")
-        for s in SPLITS:
-            if getattr(args, f"{s}_u") and not getattr(args, f"{s}_trees"):
-                parser.error(f"--{s}-u given without --{s}-trees")
-        if args.max_epochs < 1 or args.patience < 1 or args.batch_size < 1:
-            parser.error("--max-epochs, --patience and --batch-size must be >= 1")
-        if args.features == "unbinding":
-            missing = [f"--{s}-u" for s in SPLITS if getattr(args, f"{s}_trees") and not getattr(args, f"{s}_u")]
-            if missing:
-                parser.error(f"--features unbinding reads unbinding vectors: give {' '.join(missing)} "
-                             f"(fairseq-tpr-unbinding writes them), or use --features words")
+        check_grammar_args(parser, args, "trees", training=True)
+        check_unbinding_args(parser, args, "trees", args.features, args.features == "unbinding")
         return _train(args)
     return _decode(parser, args)
 
@@ -168,8 +147,6 @@ def _train(args):
     given = [s for s in SPLITS if getattr(args, f"{s}_trees")]
     tree_files = {s: getattr(args, f"{s}_trees") for s in given}
     u_files = {s: getattr(args, f"{s}_u") for s in given}
-    if args.features == "words" and any(u_files.values()):
-        print("note: --features words ignores the --*-u files", file=sys.stderr)
     if not cfg["word_dim"]:  # the baseline as wide as u_t: d_u of --train-u when given
         cfg["word_dim"] = 32
         if args.train_u and Path(args.train_u).is_file():

@@ -30,10 +30,11 @@ import sys
 from pathlib import Path
 
 from fairseq_tpr import register
+from fairseq_tpr.cli import (GRAMMAR_SPLITS as SPLITS, add_grammar_size_args, add_grammar_split_args,
+                             add_grammar_training_args, check_grammar_args, check_unbinding_args)
 
-# fairseq_tpr.grammar.pos_tagger.SPLITS and the choices of fairseq_tpr.modules.pos_tagger, without
-# importing torch (tests/test_cli_startup.py checks them)
-SPLITS = ("train", "valid", "test")
+# the choices of fairseq_tpr.modules.pos_tagger, without importing torch (tests/test_cli_startup.py
+# checks them and SPLITS)
 FEATURES = ("unbinding", "words", "both")
 SCORERS = ("factored", "linear")
 CONTEXTS = ("blstm", "none")
@@ -44,9 +45,7 @@ def get_parser():
         prog="fairseq-tpr-pos-tagger", description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog="\n".join(__doc__.splitlines()[1:]),
     )
-    for split in SPLITS:
-        p.add_argument(f"--{split}-tags", help=f"{split} tag file (CoNLL-U or word/TAG)")
-        p.add_argument(f"--{split}-u", help=f"{split} unbinding vectors (.npz from fairseq-tpr-unbinding)")
+    add_grammar_split_args(p, "tags", "tag file (CoNLL-U or word/TAG)")
     p.add_argument("--tag-format", default="auto", choices=["auto", "conllu", "wordtag"])
     p.add_argument("--conllu-column", default="upos", choices=["upos", "xpos"], help="CoNLL-U tag column")
     m = p.add_argument_group("model (ignored with --load: the checkpoint's are used)")
@@ -56,18 +55,9 @@ def get_parser():
                    help="tag scores: word-conditioned W(x_t) of Eq. 9-10, or a plain linear map (ablation)")
     m.add_argument("--context", default="blstm", choices=CONTEXTS,
                    help="the BLSTM of Eq. 8, or none: a per-token probe of the input vectors (not in the paper)")
-    m.add_argument("--hidden", type=int, default=128, help="BLSTM hidden size per direction")
-    m.add_argument("--rank", type=int, default=64, help="inner size of W(x) = W_a diag(W_b x) W_c")
-    m.add_argument("--word-dim", type=int, default=64, help="word embedding size (features words/both)")
-    m.add_argument("--dropout", type=float, default=0.2)
-    m.add_argument("--word-dropout", type=float, default=0.05, help="probability of replacing a training word by <unk>")
+    add_grammar_size_args(m, word_dim=64, word_dim_help="word embedding size (features words/both)")
     t = p.add_argument_group("training")
-    t.add_argument("--max-epochs", type=int, default=30)
-    t.add_argument("--patience", type=int, default=5, help="stop after this many epochs without a better valid accuracy (equal accuracy: a lower valid loss counts as better)")
-    t.add_argument("--batch-size", type=int, default=32, help="sentences per batch")
-    t.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate")
-    t.add_argument("--clip-norm", type=float, default=5.0)
-    t.add_argument("--seed", type=int, default=1)
+    add_grammar_training_args(t, unit="sentences", score="accuracy")
     t.add_argument("--device", default="cpu", help="torch device (cpu, cuda)")
     t.add_argument("--no-progress-bar", action="store_true")
     o = p.add_argument_group("output")
@@ -87,32 +77,19 @@ def main(argv=None):
 
     torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", torch.get_num_threads()))))
     given = [s for s in SPLITS if getattr(args, f"{s}_tags")]
-    for s in SPLITS:
-        if getattr(args, f"{s}_u") and not getattr(args, f"{s}_tags"):
-            parser.error(f"--{s}-u given without --{s}-tags")
+    check_grammar_args(parser, args, "tags", training=not args.load)
     if args.load:
         if args.train_tags:
             parser.error("--load evaluates a saved tagger; drop --train-tags (or drop --load to train a new one)")
         if not given:
             parser.error("--load needs at least one of --valid-tags/--test-tags to evaluate")
-    else:
-        if not args.train_tags or not args.valid_tags:
-            parser.error("training needs --train-tags and --valid-tags (valid is used for early stopping)")
-        if args.max_epochs < 1 or args.patience < 1 or args.batch_size < 1:
-            parser.error("--max-epochs, --patience and --batch-size must be >= 1")
 
     # an InputError (a bad tag or unbinding file) or CheckpointError reaches the error hook of
     # fairseq_tpr.errors: one 'error:' line, exit status 2
     ckpt = pos.load_checkpoint(args.load) if args.load else None
     cfg = ckpt["config"] if ckpt is not None else {k: getattr(args, k) for k in pos.MODEL_KEYS}
     need_u = pos.uses_unbinding(cfg)
-    if need_u:
-        missing = [f"--{s}-u" for s in given if not getattr(args, f"{s}_u")]
-        if missing:
-            parser.error(f"--features {cfg['features']} reads unbinding vectors: give {' '.join(missing)} "
-                         f"(write them with fairseq-tpr-unbinding), or use --features words")
-    elif any(getattr(args, f"{s}_u") for s in given):
-        print("note: --features words ignores the --*-u files", file=sys.stderr)
+    check_unbinding_args(parser, args, "tags", cfg["features"], need_u)
     tag_files = {s: getattr(args, f"{s}_tags") for s in given}
     u_files = {s: getattr(args, f"{s}_u") for s in given}
     splits, words, tags, ambiguous = pos.load_data(tag_files, u_files, cfg, ckpt, args.tag_format,
