@@ -29,7 +29,7 @@ This module follows ``evalb.c`` step by step:
 """
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from ..errors import InputError
@@ -108,30 +108,42 @@ def bracketing(tree: Tree, params: EvalbParams = COLLINS) -> Bracketing:
     return Bracketing(terminals, brackets, length)
 
 
+def ratio(num: float, den: float, scale: float = 1.0) -> float:
+    """``scale * num / den``, 0 when ``den`` is 0 (as evalb.c prints an empty set's rates)."""
+    return scale * num / den if den else 0.0
+
+
 @dataclass
-class SentenceResult:
+class Counts:
+    """What EVALB counts in a sentence and sums over the valid sentences of a corpus."""
+
+    gold: int = 0  # constituents
+    test: int = 0
+    matched: int = 0
+    crossing: int = 0  # test constituents that cross a gold one
+    words: int = 0
+    correct_tags: int = 0
+
+
+@dataclass(kw_only=True)
+class SentenceResult(Counts):
     index: int  # 1-based, as EVALB's "ID"
     status: int  # 0 ok, 1 error (length or word mismatch), 2 skipped (no test words)
     length: int
-    gold: int = 0
-    test: int = 0
-    matched: int = 0
-    crossing: int = 0
-    words: int = 0
-    correct_tags: int = 0
     message: str = ""
 
 
 def score_sentence(gold: Tree, test: Tree, index: int = 1, params: EvalbParams = COLLINS) -> SentenceResult:
     g, t = bracketing(gold, params), bracketing(test, params)
     if not t.terminals:
-        return SentenceResult(index, 2, g.length, message="test tree has no words (skipped)")
+        return SentenceResult(index=index, status=2, length=g.length, message="test tree has no words (skipped)")
     if len(g.terminals) != len(t.terminals):
-        return SentenceResult(index, 1, g.length,
+        return SentenceResult(index=index, status=1, length=g.length,
                               message=f"length mismatch ({len(g.terminals)} gold words, {len(t.terminals)} test words)")
     for i, ((gw, _), (tw, _)) in enumerate(zip(g.terminals, t.terminals)):
         if gw != tw:
-            return SentenceResult(index, 1, g.length, message=f"words mismatch at word {i + 1} ({gw!r} | {tw!r})")
+            return SentenceResult(index=index, status=1, length=g.length,
+                                  message=f"words mismatch at word {i + 1} ({gw!r} | {tw!r})")
     key = (lambda b: (params.match_key(b[0]), b[1], b[2]))
     gc, tc = Counter(map(key, g.brackets)), Counter(map(key, t.brackets))
     matched = sum(min(n, tc[k]) for k, n in gc.items())
@@ -141,26 +153,21 @@ def score_sentence(gold: Tree, test: Tree, index: int = 1, params: EvalbParams =
             crossing += 1
     correct = sum(params.canon(gt) == params.canon(tt)
                   for (_, gt), (_, tt) in zip(g.terminals, t.terminals))
-    return SentenceResult(index, 0, g.length, len(g.brackets), len(t.brackets), matched, crossing,
-                          len(g.terminals), correct)
+    return SentenceResult(index=index, status=0, length=g.length, gold=len(g.brackets), test=len(t.brackets),
+                          matched=matched, crossing=crossing, words=len(g.terminals), correct_tags=correct)
 
 
 @dataclass
-class Summary:
-    """EVALB's summary block for one set of sentences (``-- All --`` or ``-- len<=40 --``)."""
+class Summary(Counts):
+    """EVALB's summary block for one set of sentences (``-- All --`` or ``-- len<=40 --``): the
+    :class:`Counts` of its valid sentences summed, and these."""
 
     sentences: int = 0
     error_sentences: int = 0
     skipped_sentences: int = 0
-    gold: int = 0
-    test: int = 0
-    matched: int = 0
     complete: int = 0
-    crossing: int = 0
     no_crossing: int = 0
     two_or_less_crossing: int = 0
-    words: int = 0
-    correct_tags: int = 0
 
     def add(self, r: SentenceResult) -> None:
         self.sentences += 1
@@ -170,15 +177,11 @@ class Summary:
         if r.status == 2:
             self.skipped_sentences += 1
             return
-        self.gold += r.gold
-        self.test += r.test
-        self.matched += r.matched
+        for f in fields(Counts):
+            setattr(self, f.name, getattr(self, f.name) + getattr(r, f.name))
         self.complete += int(r.gold == r.test == r.matched)
-        self.crossing += r.crossing
         self.no_crossing += int(r.crossing == 0)
         self.two_or_less_crossing += int(r.crossing <= 2)
-        self.words += r.words
-        self.correct_tags += r.correct_tags
 
     @property
     def valid(self) -> int:
@@ -186,11 +189,11 @@ class Summary:
 
     @property
     def recall(self) -> float:
-        return self.matched / self.gold if self.gold else 0.0
+        return ratio(self.matched, self.gold)
 
     @property
     def precision(self) -> float:
-        return self.matched / self.test if self.test else 0.0
+        return ratio(self.matched, self.test)
 
     @property
     def f1(self) -> float:
@@ -203,11 +206,11 @@ class Summary:
             "sentences": self.sentences, "error_sentences": self.error_sentences,
             "skipped_sentences": self.skipped_sentences, "valid_sentences": n,
             "recall": self.recall, "precision": self.precision, "f1": self.f1,
-            "complete_match": self.complete / n if n else 0.0,
-            "average_crossing": self.crossing / n if n else 0.0,
-            "no_crossing": self.no_crossing / n if n else 0.0,
-            "two_or_less_crossing": self.two_or_less_crossing / n if n else 0.0,
-            "tagging_accuracy": self.correct_tags / self.words if self.words else 0.0,
+            "complete_match": ratio(self.complete, n),
+            "average_crossing": ratio(self.crossing, n),
+            "no_crossing": ratio(self.no_crossing, n),
+            "two_or_less_crossing": ratio(self.two_or_less_crossing, n),
+            "tagging_accuracy": ratio(self.correct_tags, self.words),
             "gold_brackets": self.gold, "test_brackets": self.test, "matched_brackets": self.matched,
         }
 
@@ -252,9 +255,8 @@ def report(res: EvalbResult, per_sentence: bool = False) -> str:
         lines.append(" ID  Len.  Stat. Recal  Prec.  Bracket gold test Bracket Words  Tags Accracy")
         lines.append("=" * 76)
         for r in res.sentences:
-            rec = 100.0 * r.matched / r.gold if r.gold else 0.0
-            prec = 100.0 * r.matched / r.test if r.test else 0.0
-            acc = 100.0 * r.correct_tags / r.words if r.words else 0.0
+            rec, prec = ratio(r.matched, r.gold, 100.0), ratio(r.matched, r.test, 100.0)
+            acc = ratio(r.correct_tags, r.words, 100.0)
             lines.append(f"{r.index:4d}  {r.length:3d}    {r.status}  {rec:6.2f} {prec:6.2f}   {r.matched:3d}    "
                          f"{r.gold:3d}  {r.test:3d}    {r.crossing:3d}   {r.words:4d}  {r.correct_tags:4d}   {acc:6.2f}")
         lines.append("=" * 76)
