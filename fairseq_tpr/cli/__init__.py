@@ -23,7 +23,7 @@ def add_grammar_size_args(m, *, word_dim: int, word_dim_help: str) -> None:
     """The sizes and dropouts of the BLSTM and its factored output ``W_a diag(W_b x) W_c`` (Eq. 10)."""
     m.add_argument("--hidden", type=int, default=128, help="BLSTM hidden size per direction")
     m.add_argument("--rank", type=int, default=64,
-                   help="inner size of the factored output W(.) = W_a diag(W_b .) W_c (Eq. 10)")
+                   help="inner size of the factored output W_a diag(W_b x) W_c (Eq. 10)")
     m.add_argument("--word-dim", type=int, default=word_dim, help=word_dim_help)
     m.add_argument("--dropout", type=float, default=0.2)
     m.add_argument("--word-dropout", type=float, default=0.05,
