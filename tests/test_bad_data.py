@@ -16,7 +16,7 @@ from fairseq_tpr.data.captioning import check_raw_split, from_karpathy, load_fea
 from fairseq_tpr.data.extractive_dataset import check_trees, load_split, read_meta
 from fairseq_tpr.errors import InputError
 from test_captioning import _captions, make_task, write_split
-from test_math_eval import OUTPUTS, TEST_SETS, generate_output
+from test_math_eval import write_generate_dir
 
 REPO = Path(__file__).resolve().parents[1]
 USER_DIR = REPO / "fairseq_tpr"
@@ -301,12 +301,7 @@ def test_preprocess_refuses_a_split_with_some_trees_missing(tmp_path):
 # ----------------------------------------------------------------------------------- generate logs
 @pytest.fixture
 def bad_log(tmp_path):
-    data_bin, gen = tmp_path / "data-bin", tmp_path / "gen"
-    data_bin.mkdir()
-    gen.mkdir()
-    (data_bin / "test_sets.json").write_text(json.dumps(TEST_SETS))
-    for subset, rows in OUTPUTS.items():
-        (gen / f"generate-{subset}.txt").write_text(generate_output(rows, subset, shuffle=False))
+    data_bin, gen = write_generate_dir(tmp_path, shuffle=False)  # in id order: T-0 is line 3
     log = gen / "generate-test1.txt"
     lines = log.read_bytes().split(b"\n")
     lines[2] = lines[2] + b" " + BAD  # T-0

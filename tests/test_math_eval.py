@@ -138,15 +138,21 @@ OUTPUTS = {
 }
 
 
-@pytest.fixture
-def gen_dir(tmp_path):
+def write_generate_dir(tmp_path, shuffle=True):
+    """``(data_bin, gen)`` under ``tmp_path``: ``data-bin/test_sets.json`` of TEST_SETS and
+    ``gen/generate-{subset}.txt`` of OUTPUTS (also used by tests/test_bad_data.py)."""
     data_bin, gen = tmp_path / "data-bin", tmp_path / "gen"
     data_bin.mkdir()
     gen.mkdir()
     (data_bin / "test_sets.json").write_text(json.dumps(TEST_SETS))
     for subset, rows in OUTPUTS.items():
-        (gen / f"generate-{subset}.txt").write_text(generate_output(rows, subset))
+        (gen / f"generate-{subset}.txt").write_text(generate_output(rows, subset, shuffle=shuffle))
     return data_bin, gen
+
+
+@pytest.fixture
+def gen_dir(tmp_path):
+    return write_generate_dir(tmp_path)
 
 
 def test_generate_dir_report(gen_dir, capsys):
