@@ -58,36 +58,11 @@ done
     --max-update "$AE_UPDATE" --save-dir "$AE/ckpt" >> "$AE/train.log" 2>&1
 echo "autoencoder: $(grep -o 'valid on .valid. subset | loss [0-9.]*' "$AE/train.log" | tail -1)"
 
-# 3. u_t of every split (one vector per word of each tree)
-for s in train valid test; do
-    [[ -f "$OUT/unbinding/$s.npz" ]] || "$BIN/fairseq-tpr-unbinding" --path "$AE/ckpt/checkpoint_last.pt" \
-        --input "$AE/raw/$s.src" --out "$OUT/unbinding/$s.npz" --cpu
-done
-
-# 4. the parser on u_t and on word embeddings of the same size, each seed
-u_runs=() w_runs=()
-for seed in $SEEDS; do
-    for feat in unbinding words; do
-        name=$([[ $feat == unbinding ]] && echo u || echo words)-s$seed
-        dir=$OUT/parser/$name
-        if [[ $feat == unbinding ]]; then u_runs+=("$dir/results.json"); else w_runs+=("$dir/results.json"); fi
-        [[ -f "$dir/results.json" ]] && { echo "$name: $dir/results.json exists, skipped"; continue; }
-        mkdir -p "$dir"
-        u_args=()
-        [[ $feat == unbinding ]] && u_args=(--train-u "$OUT/unbinding/train.npz" --valid-u "$OUT/unbinding/valid.npz"
-                                            --test-u "$OUT/unbinding/test.npz")
-        # shellcheck disable=SC2086
-        "$BIN/fairseq-tpr-parse" train --features "$feat" --word-dim "$TPR_DIM" \
-            --train-trees "$RAW/train.mrg" --valid-trees "$RAW/valid.mrg" --test-trees "$RAW/test.mrg" "${u_args[@]}" \
-            --hidden "$HIDDEN" --rank "$RANK" --batch-size "$BATCH" --lr "$LR" --max-epochs "$EPOCHS" \
-            --patience "$PATIENCE" --seed "$seed" --no-progress-bar ${PARSER_FLAGS:-} \
-            --save-dir "$dir" --out-dir "$dir" --results-json "$dir/results.json.tmp" > "$dir/scores.md" 2> "$dir/train.log"
-        mv "$dir/results.json.tmp" "$dir/results.json"
-        echo "$name: $(grep '^| test' "$dir/scores.md")"
-    done
-done
-
-# 5. the table: F1 mean ± sd over the seeds
-join() { local IFS=,; echo "$*"; }
-"$BIN/fairseq-tpr-parse" table --title "ATPL parser on the shapes trees" \
-    "u_t (ATPL autoencoder)=$(join "${u_runs[@]}")" "word embeddings=$(join "${w_runs[@]}")" | tee "$OUT/table.md"
+# 3-5. u_t of every split; the parser on u_t and on word embeddings of the same size, each seed;
+# the table: F1 mean ± sd over the seeds (recipes/captioning/_parser_runs.sh)
+# shellcheck source=recipes/captioning/_parser_runs.sh
+source "$(dirname "$0")/_parser_runs.sh"
+dump_unbinding "$AE/ckpt/checkpoint_last.pt" "$AE/raw" "$OUT/unbinding" --cpu
+# shellcheck disable=SC2086
+parser_runs "$OUT" "$RAW" "$TPR_DIM" ${PARSER_FLAGS:-}
+parser_table --title "ATPL parser on the shapes trees" | tee "$OUT/table.md"

@@ -63,38 +63,20 @@ done
     --log-format simple --log-interval 200 --no-epoch-checkpoints --save-dir "$AE/ckpt" "${train_device[@]}" \
     >> "$AE/train.log" 2>&1
 
-# 3. u_t of every split
-for split in train valid test; do
-    [[ -f "$OUT/unbinding/$split.npz" ]] || "$BIN/fairseq-tpr-unbinding" --path "$AE/ckpt/checkpoint_best.pt" \
-        --input "$AE/raw/$split.src" --out "$OUT/unbinding/$split.npz" --batch-size 128
-done
-
-# 4. the parser on u_t and on word embeddings of the same size (d 32), each seed
-u_runs=() w_runs=()
-for seed in $SEEDS; do
-    for feat in unbinding words; do
-        name=$([[ $feat == unbinding ]] && echo u || echo words)-s$seed
-        dir=$OUT/parser/$name
-        if [[ $feat == unbinding ]]; then u_runs+=("$dir/results.json"); else w_runs+=("$dir/results.json"); fi
-        [[ -f "$dir/results.json" ]] && { echo "$name: $dir/results.json exists, skipped"; continue; }
-        mkdir -p "$dir"
-        u_args=()
-        [[ $feat == unbinding ]] && u_args=(--train-u "$OUT/unbinding/train.npz" --valid-u "$OUT/unbinding/valid.npz"
-                                            --test-u "$OUT/unbinding/test.npz")
-        "$BIN/fairseq-tpr-parse" train --features "$feat" --word-dim "$TPR_DIM" \
-            --train-trees "$DATA/train.mrg" --valid-trees "$DATA/valid.mrg" --test-trees "$DATA/test.mrg" "${u_args[@]}" \
-            --hidden "$HIDDEN" --rank "$RANK" --batch-size "$BATCH" --lr "$LR" --max-epochs "$EPOCHS" \
-            --patience "$PATIENCE" --seed "$seed" --device "$DEVICE" --no-progress-bar \
-            --save-dir "$dir" --out-dir "$dir" --results-json "$dir/results.json.tmp" > "$dir/scores.md" 2> "$dir/train.log"
-        mv "$dir/results.json.tmp" "$dir/results.json"
-        # EVALB's report of section 23 (-- All -- and -- len<=40 --, as evalb prints them)
-        "$BIN/fairseq-tpr-parse" score "$DATA/test.mrg" "$dir/test.pred.mrg" --json "$dir/evalb_test.json" > "$dir/evalb_test.txt"
-    done
+# 3-4. u_t of every split; the parser on u_t and on word embeddings of the same size (d 32), each
+# seed (recipes/captioning/_parser_runs.sh)
+# shellcheck source=recipes/captioning/_parser_runs.sh
+source "$(dirname "$0")/_parser_runs.sh"
+dump_unbinding "$AE/ckpt/checkpoint_best.pt" "$AE/raw" "$OUT/unbinding" --batch-size 128
+parser_runs "$OUT" "$DATA" "$TPR_DIM" --device "$DEVICE"
+# EVALB's report of section 23 of every run (-- All -- and -- len<=40 --, as evalb prints them)
+for res in "${u_runs[@]}" "${w_runs[@]}"; do
+    dir=$(dirname "$res")
+    [[ -f "$dir/evalb_test.json" ]] || "$BIN/fairseq-tpr-parse" score "$DATA/test.mrg" "$dir/test.pred.mrg" \
+        --json "$dir/evalb_test.json" > "$dir/evalb_test.txt"
 done
 
 # 5. the tables: WSJ 23 (test) and 22 (valid), F1 mean ± sd over the seeds
-join() { local IFS=,; echo "$*"; }
 for split in test valid; do
-    "$BIN/fairseq-tpr-parse" table --split "$split" --title "ATPL parser on WSJ (Table 3)" \
-        "u_t (ATPL autoencoder)=$(join "${u_runs[@]}")" "word embeddings=$(join "${w_runs[@]}")"
+    parser_table --split "$split" --title "ATPL parser on WSJ (Table 3)"
 done | tee "$OUT/table.md"
