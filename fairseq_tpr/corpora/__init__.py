@@ -20,7 +20,9 @@ Per system:
   corpora);
 - discourse-tree attention: :mod:`.extractive` (documents, references and RST trees -> the
   extractive data directory), :mod:`.debian_extractive` (Debian documents in its input layout),
-  :mod:`.rst_trees` (the tree files RST parsers write).
+  :mod:`.manpages` (Debian manual pages: DESCRIPTION sentences -> the NAME line's summary, in that
+  layout), :mod:`.rst_parse` (RST trees from the Feng & Hirst parser), :mod:`.rst_trees` (the tree
+  files RST parsers write).
 
 Shared: :mod:`.rawio` reads raw files with errors that name the file and line (a
 :class:`~fairseq_tpr.errors.InputError`; a bad option of a builder is a
