@@ -126,6 +126,7 @@ def test_debian_fixture_end_to_end_through_the_script(tmp_path):
     assert counts["de_paragraph_count_mismatch"] == 3
     assert counts["de_drop_duplicate_paragraph"] == 3
     summ, ende = out / "summarization", out / "en-de"
+    groups = {}
     for split in ("train", "valid", "test"):
         n_summ, n_ende = expected["summ"][split], expected["syn"][split] + expected["par"][split]
         assert _count(summ / "data-bin", split, "source-target", "source") == n_summ
@@ -137,6 +138,11 @@ def test_debian_fixture_end_to_end_through_the_script(tmp_path):
         assert len(packages) == n_summ
         # every package of a split comes from source packages hashed into that split
         assert all(split in p for p in packages), (split, packages)
+        groups[split] = (summ / "text" / f"{split}.group").read_text().split()
+        assert len(groups[split]) == n_summ
+    # a split group is never in two splits (what fairseq-tpr-retrieve-templates --exclude-same group relies on)
+    assert not set(groups["train"]) & (set(groups["valid"]) | set(groups["test"]))
+    assert not set(groups["valid"]) & set(groups["test"])
     assert (summ / "spm.model").is_file() and (ende / "spm.model").is_file()
     train_pkgs = (summ / "text/train.package").read_text().split()
     assert any(p.endswith("-data") for p in train_pkgs)  # followed its group into train

@@ -212,3 +212,24 @@ def test_blocked_scoring_gives_the_plain_ranking_ties_to_the_lower_index(tmp_pat
         assert kept == _plain_ranking(r, q, None, 5, arts, summaries)
     common = TemplateRetriever(arts, summaries, show_progress=False, block=block, max_df=0.3)
     assert common.candidates(queries, 4) == [_plain_ranking(common, q, None, 4, arts, summaries) for q in queries]
+
+
+def test_exclude_same_never_gives_a_train_query_a_template_of_its_group(tmp_path):
+    """--exclude-same package: a training query's template never comes from an article with the
+    same label in train.package (here: pairs of near-identical siblings, the best BM25 match);
+    valid/test queries are untouched, and without the flag the sibling is chosen."""
+    arts, topics, _ = _corpus(tmp_path)
+    packages = [f"pkg{i // 2}" for i in range(len(arts))]  # lines 2k and 2k+1 are one package
+    (tmp_path / "train.package").write_text("\n".join(packages) + "\n")
+    sibling = [i ^ 1 for i in range(len(arts))]
+    arts = [a if i % 2 == 0 else arts[i - 1] + " extra" for i, a in enumerate(arts)]  # siblings share text
+    (tmp_path / "train.source").write_text("\n".join(arts) + "\n")
+    assert main([str(tmp_path), "--top-k", "3", "--out", str(tmp_path / "plain"), "--no-progress"]) == 0
+    assert all(chosen == sibling[i] for i, (chosen, _) in enumerate(_ids(tmp_path / "plain/train.template.ids")))
+    assert main([str(tmp_path), "--top-k", "3", "--exclude-same", "package", "--out", str(tmp_path / "x"),
+                 "--no-progress"]) == 0
+    for i, (chosen, cands) in enumerate(_ids(tmp_path / "x/train.template.ids")):
+        assert len(cands) == 3 and all(packages[c] != packages[i] for c in cands)
+        assert topics[chosen] == topics[i]
+    for split in ("valid", "test"):
+        assert (tmp_path / f"x/{split}.template.ids").read_text() == (tmp_path / f"plain/{split}.template.ids").read_text()

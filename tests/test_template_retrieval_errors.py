@@ -9,7 +9,7 @@ import pytest
 
 from fairseq_tpr.cli.retrieve_templates import main
 from fairseq_tpr.corpora.template_retrieval import _random_candidate
-from fairseq_tpr.errors import InputError
+from fairseq_tpr.errors import ConfigError, InputError
 
 
 def _write(raw, **files):
@@ -184,3 +184,20 @@ def test_top_k_above_the_index_size_warns_with_the_numbers_and_keeps_what_exists
             "keeping at most 3 candidates per query") in capsys.readouterr().err
     assert main([str(raw), "--top-k", "3", "--splits", "valid", "--no-progress"]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_exclude_same_errors_name_the_file_and_the_line(tmp_path):
+    raw = _write(tmp_path / "raw", train_source=["a b", "c d", "e f"], train_target=["s0", "s1", ""],
+                 train_package=["p", "p", "q"])
+    # line 1's only other usable summary (line 2) is of its own package
+    with pytest.raises(InputError, match=r"line 1 of .*each of the 2 non-empty summaries in \S*train\.target is "
+                                         r"this query's own or an exact copy's \(excluded unless --keep-duplicates\) "
+                                         r"or its group's in train\.package \(--exclude-same\)"):
+        main([str(raw), "--splits", "train", "--exclude-same", "package", "--no-progress"])
+    _write(raw, train_package=["p", "q"])
+    with pytest.raises(InputError, match=r"\S*train\.package has 2 lines but \S*train\.source has 3"):
+        main([str(raw), "--splits", "train", "--exclude-same", "package", "--no-progress"])
+    with pytest.raises(InputError, match=r"--exclude-same's group labels \S*train\.nothing is missing"):
+        main([str(raw), "--splits", "train", "--exclude-same", "nothing", "--no-progress"])
+    with pytest.raises(ConfigError, match="--exclude-same applies to retrieved templates"):
+        main([str(raw), "--random-templates", "--exclude-same", "package", "--no-progress"])

@@ -35,6 +35,9 @@ def main(argv=None):
                                        "(e.g. the BPE'd files; default RAW_DIR)")
     p.add_argument("--keep-duplicates", action="store_true",
                    help="for the train split, allow training articles identical to the query (never the query itself)")
+    p.add_argument("--exclude-same", metavar="EXT",
+                   help="for the train split, never a template from a training article whose line of train.EXT "
+                        "equals the query's (e.g. package: a corpus split by group; see above)")
     p.add_argument("--stopwords", choices=("en", "none"), default="en")
     p.add_argument("--random-templates", action="store_true", help="a random other training summary (robustness check)")
     p.add_argument("--seed", type=int, default=1)
@@ -57,7 +60,7 @@ def main(argv=None):
         splits=args.splits.split(","), top_k=args.top_k, rerank=args.rerank, copy_from=args.copy_from,
         keep_duplicates=args.keep_duplicates, stopwords=args.stopwords, random_templates=args.random_templates,
         seed=args.seed, max_df=args.max_df, threads=args.threads, show_progress=not args.no_progress,
-        on_empty_query=args.on_empty_query)
+        on_empty_query=args.on_empty_query, exclude_same=args.exclude_same)
     return 0
 
 

@@ -328,7 +328,7 @@ def extract(source_of, descriptions, args):
         else:
             seen_source.add(source)
             per_source[e["source_pkg"]] += 1
-            summ.append({"split": e["split"], "package": e["package"], "source": source,
+            summ.append({"split": e["split"], "package": e["package"], "group": e["group"], "source": source,
                          "target": e["synopsis"], "kind": "description"})
     counts["summ_pairs"] = len(summ)
 
@@ -358,8 +358,8 @@ def extract(source_of, descriptions, args):
             else:
                 seen_en.add(a)
                 counts[f"de_{kind}_pairs"] += 1
-                pairs.append({"split": e["split"], "package": e["package"], "source": a, "target": b,
-                              "kind": kind})
+                pairs.append({"split": e["split"], "package": e["package"], "group": e["group"], "source": a,
+                              "target": b, "kind": kind})
     return summ, pairs, counts
 
 
@@ -376,10 +376,12 @@ def to_raw_splits(examples):
 
 
 def write_meta(examples, out, max_examples):
-    """``text/{split}.package`` and ``.kind``: where each line came from (aligned with text/)."""
+    """``text/{split}.package``, ``.group`` and ``.kind``: where each line came from (aligned with
+    text/): the binary package, the split group (the source package merged with those sharing its
+    text; a group is never in two splits) and the kind of text."""
     for split in SPLITS:
         ex = [x for x in examples if x["split"] == split][:max_examples]
-        for field, suffix in (("package", "package"), ("kind", "kind")):
+        for field, suffix in (("package", "package"), ("group", "group"), ("kind", "kind")):
             (Path(out) / "text" / f"{split}.{suffix}").write_text("".join(x[field] + "\n" for x in ex))
 
 

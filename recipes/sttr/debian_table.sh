@@ -6,10 +6,13 @@
 #   ONLY=sttr-l1-s2 recipes/sttr/debian_table.sh RUN_DIR      # one run (name as below)
 #
 # Rows (Table III flags; lambda at the authors' scale, see docs/sttr.md): transformer (3 seeds),
-# connection, attention (= lambda 0), sttr with lambda 0.1, 1 (3 seeds) and 10; the lambda-1 runs are
-# also decoded with random test templates (the paper's robustness check). Every run is resumable:
-# a rerun continues from its checkpoint_last.pt and skips runs that wrote RUN/NAME/done.
-# Data: RUN_DIR/data (symlinks to DEBIAN_DATA/summarization plus BM25 templates over its text/) and
+# connection, attention (= lambda 0), sttr with lambda 0.1, 1 (3 seeds) and 10; then attention-xg and
+# sttr-l1-xg (3 seeds): the same trained on training templates retrieved with --exclude-same group
+# (never from the query's own split group, as for valid/test queries). The lambda-1 runs are also
+# decoded with random test templates (the paper's robustness check). Every run is resumable: a rerun
+# continues from its checkpoint_last.pt and skips runs that wrote RUN/NAME/done.
+# Data: RUN_DIR/data (symlinks to DEBIAN_DATA/summarization plus BM25 templates over its text/),
+# RUN_DIR/data_xgroup (train templates with --exclude-same group; valid/test as data) and
 # RUN_DIR/data_random (random test templates); DEBIAN_DATA (runs/debian) is built by
 # preprocess/debian.sh when missing. Sizes: 2+2(+2 template) layers, d 128, 4 heads, d_ff 256,
 # dropout 0.1, sources cut to 128 subwords; Adam (0.9, 0.98, 1e-9), lr 1e-3 after 200 warm-up updates,
@@ -19,7 +22,7 @@
 # the validation curves RUN_DIR/curves.png (recipes/_seeded_table.sh), and Table IV's similarity on
 # the test split for the runs with templates, RUN_DIR/table4_sim.md (+ .json).
 set -euo pipefail
-if [[ $# -lt 1 ]]; then sed -n '2,20p' "$0" >&2; exit 2; fi
+if [[ $# -lt 1 ]]; then sed -n '2,23p' "$0" >&2; exit 2; fi
 run=$1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 debian=${DEBIAN_DATA:-$ROOT/runs/debian}
@@ -38,6 +41,13 @@ if [[ ! -f "$run/data/data-bin/test.source-target.template.bin" ]]; then
     fairseq-tpr-retrieve-templates "$src/text" --copy-from "$src/bpe" --out "$run/data/templates" --no-progress
     bash "$ROOT/preprocess/templates.sh" "$run/data/templates" "$run/data/data-bin" source target
 fi
+if [[ ! -f "$run/data_xgroup/data-bin/test.source-target.template.bin" ]]; then
+    link_data "$run/data_xgroup"
+    rm -f "$run"/data_xgroup/data-bin/*.template.*
+    fairseq-tpr-retrieve-templates "$src/text" --copy-from "$src/bpe" --out "$run/data_xgroup/templates" \
+        --exclude-same group --no-progress
+    bash "$ROOT/preprocess/templates.sh" "$run/data_xgroup/templates" "$run/data_xgroup/data-bin" source target
+fi
 if [[ ! -f "$run/data_random/data-bin/test.source-target.template.bin" ]]; then
     link_data "$run/data_random"
     rm -f "$run"/data_random/data-bin/*.template.*
@@ -51,23 +61,26 @@ export ARCH=sttr_gigaword MAX_UPDATE=${MAX_UPDATE:-4000} VALID_EVERY=${VALID_EVE
 sizes=(--encoder-layers 2 --decoder-layers 2 --encoder-embed-dim 128 --decoder-embed-dim 128
        --encoder-ffn-embed-dim 256 --decoder-ffn-embed-dim 256 --encoder-attention-heads 4
        --decoder-attention-heads 4 --max-source-positions 128)
-# NAME VARIANT LAMBDA SEED
+# NAME VARIANT LAMBDA SEED [DATA (default data)]
 runs=(
     "transformer-s1 transformer 0 1" "transformer-s2 transformer 0 2" "transformer-s3 transformer 0 3"
     "sttr-l1-s1 sttr 1 1" "sttr-l1-s2 sttr 1 2" "sttr-l1-s3 sttr 1 3"
     "connection-s1 connection 0 1" "attention-s1 attention 0 1"
     "sttr-l0.1-s1 sttr 0.1 1" "sttr-l10-s1 sttr 10 1"
+    "sttr-l1-xg-s1 sttr 1 1 data_xgroup" "sttr-l1-xg-s2 sttr 1 2 data_xgroup" "sttr-l1-xg-s3 sttr 1 3 data_xgroup"
+    "attention-xg-s1 attention 0 1 data_xgroup"
 )
 for spec in "${runs[@]}"; do
-    read -r name variant lambda seed <<< "$spec"
+    read -r name variant lambda seed data <<< "$spec"
+    data=${data:-data}
     [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] && continue
     dir="$run/$name"
     [[ -f "$dir/done" ]] && { echo "== $name: done already"; continue; }
     echo "== $name: training ($variant, lambda $lambda, seed $seed)"
-    LAMBDA=$lambda SEED=$seed bash "$ROOT/recipes/sttr/train.sh" "$variant" "$run/data/data-bin" "$dir/checkpoints" \
+    LAMBDA=$lambda SEED=$seed bash "$ROOT/recipes/sttr/train.sh" "$variant" "$run/$data/data-bin" "$dir/checkpoints" \
         "${sizes[@]}"
     echo "== $name: decoding the test set"
-    bash "$ROOT/recipes/summarization/generate.sh" debian "$run/data" "$dir/checkpoints/checkpoint_best.pt" \
+    bash "$ROOT/recipes/summarization/generate.sh" debian "$run/$data" "$dir/checkpoints/checkpoint_best.pt" \
         "$dir/eval" --task template_summarization --max-source-positions 128
     if [[ "$variant" == sttr && "$lambda" == 1 ]]; then
         echo "== $name: decoding with random test templates"
@@ -80,10 +93,12 @@ done
 echo "== table"
 source "$ROOT/recipes/_seeded_table.sh"
 seeded_table "$run" "STTR on the Debian synopsis corpus (test, ROUGE F1)" \
-    "transformer connection attention sttr-l0.1 sttr-l1 sttr-l1-random sttr-l10" "1 2 3"
+    "transformer connection attention sttr-l0.1 sttr-l1 sttr-l1-random sttr-l10 attention-xg sttr-l1-xg sttr-l1-random-xg" \
+    "1 2 3"
 echo "== Table IV similarity (test)"
 sim=()
-for name in attention-s1 sttr-l0.1-s1 sttr-l1-s1 sttr-l1-s2 sttr-l1-s3 sttr-l10-s1; do
+for name in attention-s1 sttr-l0.1-s1 sttr-l1-s1 sttr-l1-s2 sttr-l1-s3 sttr-l10-s1 attention-xg-s1 sttr-l1-xg-s1 \
+        sttr-l1-xg-s2 sttr-l1-xg-s3; do
     [[ -f "$run/$name/done" ]] && sim+=(--path "$run/$name/checkpoints/checkpoint_best.pt" --label "$name")
 done
 if [[ ${#sim[@]} -gt 0 ]]; then
