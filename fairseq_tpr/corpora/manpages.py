@@ -253,7 +253,7 @@ def is_so_link(source):
     return len(lines) == 1 and bool(SO_LINE.match(lines[0]))
 
 
-GROFF_ARGS = ["-k", "-t", "-mandoc", "-Tutf8", "-P-cbou", "-rLL=4000n", "-rLT=4000n", "-rHY=0", "-rcR=1"]
+GROFF_ARGS = ["-k", "-t", "-mandoc", "-Tutf8", "-P-cbou", "-rLL=4000n", "-rLT=78n", "-rHY=0", "-rcR=1"]
 
 
 def render(source, groff, timeout=60):
@@ -264,7 +264,8 @@ def render(source, groff, timeout=60):
     if proc.returncode != 0:
         raise RuntimeError(" ".join(proc.stderr.decode("utf-8", "replace").split())[:200] or
                            f"groff exit status {proc.returncode}")
-    return proc.stdout.decode("utf-8", "replace")
+    # lines padded to the very long line length (headers, centred text) lose their trailing spaces
+    return "\n".join(line.rstrip() for line in proc.stdout.decode("utf-8", "replace").split("\n"))
 
 
 # ---------------------------------------------------------------------------------------------
