@@ -242,3 +242,17 @@ def test_bf16_forward_keeps_role_softmax_in_fp32(arch):
     assert (logits.float().argmax(-1) == ref.argmax(-1)).float().mean() > 0.8
     for dist in extra.get("role_attn", {}).values():
         assert dist.dtype == torch.float32
+
+
+def test_role_distributions_of_a_binding_added_after_the_first_call_are_returned():
+    """The model indexes its bindings by name once; a binding that replaces one later is found too."""
+    model, task, args = build("tp_transformer_d_tiny")
+    _, extra = _loss(model, task.source_dictionary)
+    layer = model.decoder.layers[0]
+    old = layer.self_attn_roles
+    layer.self_attn_roles = DiscreteRoleBinding(old.roles.size(1) * old.num_heads, old.num_heads, old.num_roles,
+                                                old.role_dim)
+    _, extra2 = _loss(model, task.source_dictionary)
+    assert set(extra2["role_attn"]) == set(extra["role_attn"])
+    assert not torch.equal(extra2["role_attn"]["decoder.layers.0.self_attn_roles"],
+                           extra["role_attn"]["decoder.layers.0.self_attn_roles"])

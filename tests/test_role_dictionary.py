@@ -67,3 +67,59 @@ def test_role_onehot_counts_on_hand_made_distributions():
                                         "decoder.layers.0.self_attn_roles": dec}, src_mask, tgt_mask, 0.98)
     # encoder: (t0,b0) peaked, (t0,b1) flat, (t1,b0) peaked, (t1,b1) padding -> 2 of 3; decoder: 1 of 4
     assert (onehot, total) == (3, 7)
+
+
+# ----------------------------------------------------------------------------- speed paths, same values
+@pytest.mark.parametrize("num_roles", [5, 15, 16, 50])
+def test_role_softmax_on_either_layout_is_the_row_softmax(num_roles):
+    """Fewer than 16 roles run the softmax on the transposed layout (CPU kernel speed): same values
+    and gradients as the row softmax, in float64."""
+    from fairseq_tpr.modules.role_dictionary import role_softmax
+
+    torch.manual_seed(0)
+    logits = torch.randn(37, num_roles, dtype=torch.float64, requires_grad=True)
+    g = torch.randn(37, num_roles, dtype=torch.float64)
+    got = role_softmax(logits)
+    (grad,) = torch.autograd.grad(got, logits, g)
+    ref = torch.softmax(logits, dim=-1)
+    (ref_grad,) = torch.autograd.grad(ref, logits, g)
+    torch.testing.assert_close(got, ref, atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(grad, ref_grad, atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("num_roles", [5, 20])
+def test_binding_matches_plain_loop_in_float64_with_gradients(num_roles):
+    """Both softmax layouts (N_r < 16 and >= 16): outputs equal the loop of Eq. 4-6 to 1e-12, and the
+    gradients equal those of the loop."""
+    torch.manual_seed(2)
+    bind = DiscreteRoleBinding(embed_dim=12, num_heads=3, num_roles=num_roles, role_dim=4).double()
+    F = torch.randn(4, 2, 12, dtype=torch.float64, requires_grad=True)
+    out, dists = bind(F)
+    ref_out, ref_dists = loop_role_binding(bind, F)
+    torch.testing.assert_close(out, ref_out, atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(dists, ref_dists, atol=1e-12, rtol=1e-12)
+    g = torch.randn_like(out)
+    got = torch.autograd.grad(out, [F, bind.roles, bind.role_scorer.weight], g)
+    ref = torch.autograd.grad(ref_out, [F, bind.roles, bind.role_scorer.weight], g)
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-12)
+
+
+def test_incremental_state_keeps_the_normalised_roles_of_its_own_run():
+    """In incremental decoding r_hat is computed at the first step and kept in that run's state;
+    a new run (a new state) sees roles changed in between."""
+    torch.manual_seed(3)
+    bind = DiscreteRoleBinding(embed_dim=8, num_heads=2, num_roles=6, role_dim=4).double().eval()
+    x = torch.randn(1, 3, 8, dtype=torch.float64)
+    with torch.no_grad():
+        state = {}
+        first, _ = bind(x, incremental_state=state)
+        assert len(state) == 1
+        cached = next(iter(state.values()))["roles_hat"]
+        torch.testing.assert_close(cached, torch.nn.functional.normalize(bind.roles, dim=-1))
+        again, _ = bind(x, incremental_state=state)
+        assert torch.equal(first, again) and next(iter(state.values()))["roles_hat"] is cached
+        bind.roles.mul_(-1.0)  # e.g. a training step between two generate() calls
+        fresh, _ = bind(x, incremental_state={})
+        torch.testing.assert_close(fresh, bind(x)[0], atol=0, rtol=0)
+        assert not torch.equal(fresh, first)

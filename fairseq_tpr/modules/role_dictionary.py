@@ -12,17 +12,41 @@ so H * d_r must equal d_m. The role softmax runs in fp32 (also under fp16/bf16) 
 its distributions are *returned* (never stored on the module) for analysis and for the
 ``role_onehot`` validation metric; F, R and the distributions are also published to the
 listeners of :mod:`.taps` (the models' ``extra["role_attn"]``, the analysis capture).
+
+Speed (same values, see docs/benchmarks.md): the H scorers are one ``d_m -> H * N_r``
+projection and Eq. 5 is one ``(T B H) x N_r`` by ``N_r x d_r`` product for all heads; in
+incremental decoding r_hat (Eq. 4) is computed once per decoding run and kept in the
+incremental state (it does not depend on the batch, so beam reordering leaves it alone).
 """
-from typing import Tuple
+from typing import Dict, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
+from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor, nn
 
 from . import taps
 from .precision import accumulation_dtype
 
+# below one AVX-512 vector of fp32 the CPU softmax kernel, which vectorises along the softmax
+# dimension, runs scalar exp (see role_softmax)
+_CPU_SOFTMAX_MIN_VECTOR = 16
 
+
+def role_softmax(logits: Tensor) -> Tensor:
+    """``softmax`` over the last dimension of a 2-D ``rows x N_r`` tensor (Eq. 5).
+
+    torch's CPU kernel vectorises along the softmax dimension, so for fewer than 16 roles
+    (the ``_tiny`` presets' N_r 8) it runs scalar code, about 20x slower per element. There
+    the softmax runs on the transposed ``N_r x rows`` layout, which the kernel vectorises
+    across the rows: the same per-row softmax. The result is then a transposed view
+    (``rows x N_r``, column-major), which ``torch.mm`` takes as it is."""
+    if logits.size(-1) < _CPU_SOFTMAX_MIN_VECTOR and logits.device.type == "cpu":
+        return torch.softmax(logits.t(), dim=0).t()
+    return torch.softmax(logits, dim=-1)
+
+
+@with_incremental_state
 class DiscreteRoleBinding(nn.Module):
     """``forward(F: T x B x d_m) -> (TPR(F): T x B x d_m, role_attn: T x B x H x N_r fp32)``.
 
@@ -45,15 +69,33 @@ class DiscreteRoleBinding(nn.Module):
         nn.init.normal_(self.roles, mean=0.0, std=1.0)
         nn.init.xavier_uniform_(self.role_scorer.weight)
 
-    def forward(self, x: Tensor) -> Tuple[Tensor, Tensor]:
+    def normalized_roles(self, dtype: torch.dtype,
+                         incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None) -> Tensor:
+        """r_hat (Eq. 4), ``N_r x d_r`` in ``dtype``. With an ``incremental_state`` it is computed at
+        the first decoding step and kept there (under this module's key) for the later steps."""
+        if incremental_state is None:
+            return F.normalize(self.roles.to(dtype), p=2.0, dim=-1)
+        cached = self.get_incremental_state(incremental_state, "roles_hat")
+        roles_hat = None if cached is None else cached["roles_hat"]
+        if roles_hat is None or roles_hat.dtype != dtype:
+            roles_hat = F.normalize(self.roles.to(dtype), p=2.0, dim=-1)
+            self.set_incremental_state(incremental_state, "roles_hat", {"roles_hat": roles_hat})
+        return roles_hat
+
+    def forward(self, x: Tensor,
+                incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None) -> Tuple[Tensor, Tensor]:
+        """x: F, ``T x B x d_m``; ``incremental_state`` only keeps r_hat between decoding steps."""
         T, B, C = x.shape
+        H, N_r = self.num_heads, self.num_roles
         acc = accumulation_dtype(x.dtype)  # fp32 under fp16/bf16, else x's own dtype
-        roles_hat = F.normalize(self.roles.to(acc), p=2.0, dim=-1)  # N_r x d_r        (Eq. 4)
-        logits = self.role_scorer(x).view(T, B, self.num_heads, self.num_roles)
-        role_attn = torch.softmax(logits.to(acc), dim=-1)  # T x B x H x N_r, >= fp32  (Eq. 5)
-        R = torch.matmul(role_attn, roles_hat)  # T x B x H x d_r
-        tpr = torch.addcmul(x, R.reshape(T, B, C).to(x.dtype), x)  # Eq. 6: R * F + F
-        taps.publish(self, filler=x, role=R, role_attn=role_attn, tpr=tpr)
+        roles_hat = self.normalized_roles(acc, incremental_state)  # N_r x d_r              (Eq. 4)
+        logits = self.role_scorer(x).view(T * B * H, N_r)  # F W_r^h of all heads: (T B H) x N_r
+        role_attn = role_softmax(logits.to(acc))  # (T B H) x N_r, >= fp32                  (Eq. 5)
+        R = torch.mm(role_attn, roles_hat)  # (T B H) x d_r = T x B x [R_1 .. R_H]            (Eq. 5)
+        tpr = torch.addcmul(x, R.view(T, B, C).to(x.dtype), x)  # Eq. 6: R * F + F
+        role_attn = role_attn.view(T, B, H, N_r)
+        if taps.wanted(self):
+            taps.publish(self, filler=x, role=R.view(T, B, H, self.role_dim), role_attn=role_attn, tpr=tpr)
         return tpr, role_attn
 
     def extra_repr(self) -> str:

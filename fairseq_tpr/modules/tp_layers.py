@@ -72,7 +72,9 @@ def _role_sublayer(layer, x: Tensor, attention, layer_norm, binding, memory: Opt
     kv = x if memory is None else memory
     x, attn = attention(query=x, key=kv, value=kv, **kwargs)
     x = layer.residual_connection(layer.dropout_module(x), residual)  # F (Eq. 3)
-    x, _ = binding(x)  # R * F + F; the distributions reach the model through modules.taps
+    # R * F + F; the distributions reach the model through modules.taps; in incremental decoding the
+    # binding keeps its normalised roles in the incremental state
+    x, _ = binding(x, incremental_state=kwargs.get("incremental_state"))
     if not layer.normalize_before:
         x = layer_norm(x)
     return x, attn
