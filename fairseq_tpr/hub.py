@@ -168,7 +168,8 @@ class ExtractiveHubInterface(nn.Module):
             tree = validate_tree(tree, n)
         else:
             tree = parse_tree(str(tree), n)
-        nodes, parents = tree_to_arrays(tree)
+        # the D-Tree parents as the training data's were converted (meta.json; older data: hirao)
+        nodes, parents = tree_to_arrays(tree, self.task.meta.get("dependency_conversion", "hirao"))
         arrays = {"units": units, "labels": np.zeros(n, dtype=np.uint8), "parents": parents, "tree": nodes,
                   "index": np.array([[0, n, 0, len(nodes)]], dtype=np.int64)}
         dataset = ExtractiveDataset(arrays, shuffle=False)

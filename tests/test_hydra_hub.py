@@ -565,6 +565,21 @@ def test_hub_extractive_equals_fairseq_tpr_extract(data, tmp_path):
             call()
     with pytest.raises(ConfigError, match="not both"):
         model.score_units(vectors, tree, right_branching=True)
+    # the D-Tree parents follow the conversion the training data used (meta.json): on this tree
+    # Hirao's (climb to the nearest satellite) and Li's conversions give different parents
+    from fairseq_tpr.corpora.rst_trees import parse_tree
+    from fairseq_tpr.modules.tree_attention import dependency_parents
+
+    multinuclear_satellite = ("( Root (span 1 3)\n ( Satellite (span 1 2) (rel2par Background)\n"
+                              "  ( Nucleus (leaf 1) (rel2par Joint) )\n  ( Nucleus (leaf 2) (rel2par Joint) ) )\n"
+                              " ( Nucleus (leaf 3) (rel2par span) ) )\n")
+    root = parse_tree(multinuclear_satellite, 3)
+    assert dependency_parents(root, "hirao").tolist() != dependency_parents(root, "li").tolist()
+    for conversion in ("hirao", "li"):
+        model.task.meta["dependency_conversion"] = conversion
+        parents = model._batch(vectors[:3], multinuclear_satellite)["net_input"]["dep_parents"][0].tolist()
+        assert parents == dependency_parents(root, conversion).tolist()
+    model.task.meta["dependency_conversion"] = "hirao"
     with pytest.raises(TypeError, match="extractive"):
         model.translate("a b")
     with pytest.raises(ValueError, match="12"):
