@@ -21,7 +21,6 @@ incremental state (it does not depend on the batch, so beam reordering leaves it
 from typing import Dict, Optional, Tuple
 
 import torch
-import torch.nn.functional as F
 from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor, nn
 
@@ -71,15 +70,16 @@ class DiscreteRoleBinding(nn.Module):
 
     def normalized_roles(self, dtype: torch.dtype,
                          incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None) -> Tensor:
-        """r_hat (Eq. 4), ``N_r x d_r`` in ``dtype``. With an ``incremental_state`` it is computed at
-        the first decoding step and kept there (under this module's key) for the later steps."""
-        if incremental_state is None:
-            return F.normalize(self.roles.to(dtype), p=2.0, dim=-1)
-        cached = self.get_incremental_state(incremental_state, "roles_hat")
+        """r_hat (Eq. 4), ``N_r x d_r`` in ``dtype``: ``r / max(||r||_2, 1e-12)`` as ``F.normalize``
+        computes it (without its ``expand_as``). With an ``incremental_state`` it is computed at the
+        first decoding step and kept there (under this module's key) for the later steps."""
+        cached = None if incremental_state is None else self.get_incremental_state(incremental_state, "roles_hat")
         roles_hat = None if cached is None else cached["roles_hat"]
         if roles_hat is None or roles_hat.dtype != dtype:
-            roles_hat = F.normalize(self.roles.to(dtype), p=2.0, dim=-1)
-            self.set_incremental_state(incremental_state, "roles_hat", {"roles_hat": roles_hat})
+            roles = self.roles if self.roles.dtype == dtype else self.roles.to(dtype)
+            roles_hat = roles / torch.linalg.vector_norm(roles, dim=-1, keepdim=True).clamp_min(1e-12)
+            if incremental_state is not None:
+                self.set_incremental_state(incremental_state, "roles_hat", {"roles_hat": roles_hat})
         return roles_hat
 
     def forward(self, x: Tensor,
@@ -89,10 +89,11 @@ class DiscreteRoleBinding(nn.Module):
         H, N_r = self.num_heads, self.num_roles
         acc = accumulation_dtype(x.dtype)  # fp32 under fp16/bf16, else x's own dtype
         roles_hat = self.normalized_roles(acc, incremental_state)  # N_r x d_r              (Eq. 4)
-        logits = self.role_scorer(x).view(T * B * H, N_r)  # F W_r^h of all heads: (T B H) x N_r
-        role_attn = role_softmax(logits.to(acc))  # (T B H) x N_r, >= fp32                  (Eq. 5)
+        logits = self.role_scorer(x.reshape(T * B, C)).view(T * B * H, N_r)  # F W_r^h, all heads: (T B H) x N_r
+        role_attn = role_softmax(logits if logits.dtype == acc else logits.to(acc))  # (T B H) x N_r  (Eq. 5)
         R = torch.mm(role_attn, roles_hat)  # (T B H) x d_r = T x B x [R_1 .. R_H]            (Eq. 5)
-        tpr = torch.addcmul(x, R.view(T, B, C).to(x.dtype), x)  # Eq. 6: R * F + F
+        R_F = R.view(T, B, C) if acc == x.dtype else R.view(T, B, C).to(x.dtype)
+        tpr = torch.addcmul(x, R_F, x)  # Eq. 6: R * F + F
         role_attn = role_attn.view(T, B, H, N_r)
         if taps.wanted(self):
             taps.publish(self, filler=x, role=R.view(T, B, H, self.role_dim), role_attn=role_attn, tpr=tpr)
