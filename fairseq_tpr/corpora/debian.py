@@ -101,6 +101,69 @@ Acquire::IndexTargets::deb::Contents-deb::DefaultEnabled "false";
     return lists
 
 
+def apt_env(apt_dir):
+    """The environment under which apt-get uses :func:`apt_update`'s private configuration in ``apt_dir``."""
+    return dict(os.environ, APT_CONFIG=str(Path(apt_dir).resolve() / "apt.conf"), LC_ALL="C")
+
+
+def apt_download(apt_dir, package, debs_dir):
+    """``apt-get download PACKAGE`` into ``debs_dir`` with :func:`apt_update`'s configuration in
+    ``apt_dir`` (run that first); a ``PACKAGE_*.deb`` already there is not fetched again. Nothing is
+    installed. Returns the ``.deb`` path."""
+    apt_get = shutil.which("apt-get")
+    if apt_get is None:
+        raise DependencyError("apt-get not found: run on a Debian/Ubuntu machine, or bring the files another way "
+                              "(the command's --help names the option)")
+    debs_dir = Path(debs_dir)
+    debs_dir.mkdir(parents=True, exist_ok=True)
+    have = sorted(debs_dir.glob(f"{package}_*.deb"))
+    if not have:
+        proc = subprocess.run([apt_get, "download", package], cwd=debs_dir, env=apt_env(apt_dir),
+                              capture_output=True, text=True)
+        have = sorted(debs_dir.glob(f"{package}_*.deb"))
+        if proc.returncode != 0 or not have:
+            raise InputError(f"apt-get download {package} failed ({' '.join(proc.stderr.split())[:200]}): is it in "
+                             f"the suite and components of {apt_dir}/sources.list?")
+    return have[-1]
+
+
+def deb_fields(deb, *fields):
+    """``{field: value}`` of a ``.deb``'s control fields (``dpkg-deb -f``); a missing field is absent."""
+    dpkg_deb = shutil.which("dpkg-deb")
+    if dpkg_deb is None:
+        raise DependencyError("dpkg-deb not found: install the Debian package dpkg")
+    proc = subprocess.run([dpkg_deb, "-f", str(deb), *fields], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise InputError(f"{deb}: not a Debian package ({proc.stderr.strip()}): delete it and run again")
+    if len(fields) == 1:
+        return {fields[0]: proc.stdout.strip()} if proc.stdout.strip() else {}
+    return dict(line.split(": ", 1) for line in proc.stdout.splitlines() if ": " in line)
+
+
+def deb_extract(deb, member, target):
+    """``dpkg-deb -x`` of ``deb`` into a temporary directory next to ``target``, of which the
+    directory ``member`` (e.g. ``usr/share/man``) becomes ``target``; the rest is deleted. Nothing
+    is installed. Returns ``target``."""
+    dpkg_deb = shutil.which("dpkg-deb")
+    if dpkg_deb is None:
+        raise DependencyError("dpkg-deb not found: install the Debian package dpkg")
+    target = Path(target)
+    tmp = target.parent / f".tmp-{target.name}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(target, ignore_errors=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([dpkg_deb, "-x", str(deb), str(tmp)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise InputError(f"{deb}: dpkg-deb -x failed ({proc.stderr.strip()}): delete it and run again")
+    if not (tmp / member).is_dir():
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise InputError(f"{deb} has no {member}/: is it the right package?")
+    (tmp / member).rename(target)
+    shutil.rmtree(tmp)
+    return target
+
+
 # ---------------------------------------------------------------------------------------------
 # parsing
 
