@@ -21,7 +21,7 @@ from fairseq_tpr.cli.caption_score import main as caption_score_main
 from fairseq_tpr.cli.unbinding import main as unbinding_main
 from fairseq_tpr.corpora.shapes import write_shapes_corpus
 from fairseq_tpr.data.captioning import check_raw_split, load_features
-from fairseq_tpr.errors import ConfigError, InputError
+from fairseq_tpr.errors import ConfigError, DependencyError, InputError
 from fairseq_tpr.tasks.image_captioning import ImageCaptioningConfig, ImageCaptioningTask
 from test_atpl import build_captioner
 
@@ -372,9 +372,12 @@ def test_extract_features_says_when_torchvision_is_missing(tmp_path):
         pytest.skip("torchvision is installed here")
     except ImportError:
         pass
-    with pytest.raises(SystemExit, match="torchvision is not installed"):
-        from fairseq_tpr.corpora import image_features as mod
+    from PIL import Image
 
+    from fairseq_tpr.corpora import image_features as mod
+
+    Image.new("RGB", (8, 8)).save(tmp_path / "a.png")
+    with pytest.raises(DependencyError, match="torchvision is not installed"):
         mod.main(["--image-dir", str(tmp_path), "--out", str(tmp_path / "f")])
 
 

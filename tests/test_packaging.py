@@ -115,10 +115,18 @@ def test_minilm_encoder_names_the_extractive_extra(monkeypatch):
     assert "extractive" in _project()["optional-dependencies"]
 
 
-def test_image_features_name_the_features_extra(monkeypatch, tmp_path):
-    from fairseq_tpr.corpora import image_features
+def test_image_features_name_the_features_and_stamps_extras(monkeypatch, tmp_path):
+    from PIL import Image
 
+    from fairseq_tpr.corpora import image_features
+    from fairseq_tpr.errors import DependencyError
+
+    Image.new("RGB", (8, 8)).save(tmp_path / "a.png")
     monkeypatch.setitem(sys.modules, "torchvision", None)  # as if it were not installed
-    with pytest.raises(SystemExit, match=re.escape("fairseq_tpr[features]")):
+    with pytest.raises(DependencyError, match=re.escape("fairseq_tpr[features]")):
         image_features.main(["--image-dir", str(tmp_path), "--out", str(tmp_path / "f")])
     assert "features" in _project()["optional-dependencies"]
+    monkeypatch.setitem(sys.modules, "efficientnet_lite_pytorch", None)
+    with pytest.raises(DependencyError, match=re.escape("fairseq_tpr[stamps]")):
+        image_features.main(["--image-dir", str(tmp_path), "--out", str(tmp_path / "f"), "--cnn", "efficientnet-lite0"])
+    assert "stamps" in _project()["optional-dependencies"]
