@@ -68,3 +68,21 @@ def test_seeds_give_mean_and_sample_sd_and_the_json_has_every_run(tmp_path, caps
     figures = json.loads(out.read_text())
     assert sorted(figures) == ["tf", "tp"] and len(figures["tp"]) == 3
     assert figures["tp"][str(tmp_path / "tp-s2")]["interpolate/numbers__place_value"] == 50.0
+
+
+def test_captioning_rows_read_caption_scores_and_the_best_valid_loss(tmp_path):
+    for seed, cider in ((1, 0.2), (2, 0.4)):
+        run = tmp_path / f"atpl-s{seed}"
+        (run / "checkpoints").mkdir(parents=True)
+        (run / "checkpoints" / "train.log").write_text(LOG)
+        (run / "eval").mkdir()
+        scores = {"images": 3, "references": 3, "BLEU-1": 0.5, "BLEU-2": 0.1, "BLEU-3": 0.0, "BLEU-4": 0.0,
+                  "METEOR": 0.25, "ROUGE-L": 0.5, "CIDEr": cider}
+        (run / "eval" / "caption_scores.json").write_text(json.dumps(scores))
+    text = results_table.table("t", [("atpl", [tmp_path / "atpl-s1", tmp_path / "atpl-s2"])])
+    head, row = text.splitlines()[2], text.splitlines()[-1]
+    assert head.endswith("| best valid loss | BLEU-1 | BLEU-4 | METEOR | ROUGE-L | CIDEr |")
+    # best valid loss is the lowest of the log (7.625 < 9.1); CIDEr mean 0.3, sample sd 0.141
+    assert row == ("| atpl | 2 | 2,658,880 | 1,000 | 7.625 ± 0.000 | 0.500 ± 0.000 | 7.625 ± 0.000 | 0.500 ± 0.000 | "
+                   "0.000 ± 0.000 | 0.250 ± 0.000 | 0.500 ± 0.000 | 0.300 ± 0.141 |")
+    assert results_table.read_run(tmp_path / "atpl-s1")["caption/CIDEr"] == 0.2

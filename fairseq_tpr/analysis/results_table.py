@@ -4,8 +4,9 @@
 Each run is a directory written by a recipe: ``RUN/checkpoints/train.log`` (fairseq-train's log:
 parameter count, last validation loss, updates, ``role_onehot``, read with
 :func:`~fairseq_tpr.analysis.learning_curve.parse_valid_lines`), and either
-``RUN/eval/scores.json`` (``fairseq-tpr-score --json``: ROUGE by each scorer, METEOR) or
-``RUN/generate-test.sacrebleu.txt`` (the translation recipe: sacreBLEU). A missing piece is "-".
+``RUN/eval/scores.json`` (``fairseq-tpr-score --json``: ROUGE by each scorer, METEOR),
+``RUN/eval/caption_scores.json`` (``fairseq-tpr-caption-score --json``: BLEU, METEOR, ROUGE-L, CIDEr)
+or ``RUN/generate-test.sacrebleu.txt`` (the translation recipe: sacreBLEU). A missing piece is "-".
 """
 import json
 import re
@@ -15,10 +16,12 @@ from .learning_curve import parse_valid_lines
 
 _PARAMS = re.compile(r"num\. (?:shared )?model params: ([\d,]+)")
 _SACREBLEU = re.compile(r"BLEU[^=]*= ([\d.]+)")
+CAPTION_METRICS = ("BLEU-1", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr")
 
 
 def read_train_log(path: Path):
-    """{"params", "updates", "valid_loss", "role_onehot"} from a fairseq-train log (last validation)."""
+    """{"params", "updates", "valid_loss", "role_onehot"} from a fairseq-train log (last validation),
+    and "best_valid_loss" (the lowest validation loss of the log)."""
     info = {}
     if not path.exists():
         return info
@@ -31,6 +34,7 @@ def read_train_log(path: Path):
         info["valid_loss"] = last.get("loss")
         info["updates"] = int(last["num_updates"]) if "num_updates" in last else None
         info["role_onehot"] = last.get("role_onehot")
+        info["best_valid_loss"] = min(row["loss"] for row in rows)
     return info
 
 
@@ -47,6 +51,14 @@ def read_scores(path: Path):
                 if isinstance(value, (int, float)):
                     out[(result.get("scorer"), metric)] = float(value)
     return out
+
+
+def read_caption_scores(path: Path):
+    """``{metric: value}`` from ``fairseq-tpr-caption-score --json`` output (BLEU-1..4, METEOR, ROUGE-L, CIDEr)."""
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_text())
+    return {k: float(v) for k, v in data.items() if k not in ("images", "references") and isinstance(v, (int, float))}
 
 
 def read_bleu(run: Path):
@@ -81,6 +93,8 @@ def read_run(run: Path):
     figures = {k: v for k, v in read_train_log(run / "checkpoints" / "train.log").items() if v is not None}
     for (scorer, metric), value in read_scores(run / "eval" / "scores.json").items():
         figures[f"{scorer}/{metric}"] = value
+    for metric, value in read_caption_scores(run / "eval" / "caption_scores.json").items():
+        figures[f"caption/{metric}"] = value
     for (split, module), value in read_math_eval(run).items():
         figures[f"{split}/{module}"] = value
     bleu = read_bleu(run)
@@ -123,8 +137,9 @@ def table(title, runs):
     """The Markdown table of ``runs``: ``[(name, run_dir or [run dirs of several seeds])]``.
 
     A row of several runs shows ``mean ± sd`` (sample standard deviation over the runs) per cell and
-    its seed count; the columns follow what the runs hold: ROUGE (summarization), sacreBLEU
-    (translation) or exact-match accuracy per module and split (mathematics)."""
+    its seed count; the columns follow what the runs hold: ROUGE (summarization), caption metrics
+    with the best validation loss (captioning), sacreBLEU (translation) or exact-match accuracy per
+    module and split (mathematics)."""
     rows = []
     for name, dirs in runs:
         dirs = [dirs] if isinstance(dirs, (str, Path)) else list(dirs)
@@ -138,6 +153,12 @@ def table(title, runs):
         groups = [["rouge/ROUGE-1", "rouge/ROUGE-2", "rouge/ROUGE-L"], ["rouge/ROUGE-Lsum"],
                   ["rouge-perl/ROUGE-1", "rouge-perl/ROUGE-2", "rouge-perl/ROUGE-L"], ["meteor/METEOR"]]
         head += ["R-1 / R-2 / R-L (rouge-score)", "R-Lsum", "R-1 / R-2 / R-L (ROUGE-1.5.5)", "METEOR"]
+    elif any(k.startswith("caption/") for f in every for k in f):
+        head.append("best valid loss")
+        keys.append(("best_valid_loss", 3))
+        for metric in CAPTION_METRICS:
+            groups.append([f"caption/{metric}"])
+            head.append(metric)
     elif any(k.startswith(("interpolate/", "extrapolate/")) for f in every for k in f):
         for split in ("interpolate", "extrapolate"):
             modules = sorted({k.split("/", 1)[1] for f in every for k in f if k.startswith(split + "/")} - {"mean"})
@@ -151,7 +172,8 @@ def table(title, runs):
     for name, figures in rows:
         cells = [name] + ([str(len(figures))] if seeds else [])
         cells += [_cell(figures, key, digits) for key, digits in keys]
-        cells += [" / ".join(_cell(figures, key) for key in group) for group in groups]
+        cells += [" / ".join(_cell(figures, key, 3 if key.startswith("caption/") else 2) for key in group)
+                  for group in groups]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
