@@ -412,3 +412,25 @@ def test_shapes_corpus_layout_pos_and_scene_checker(tmp_path):
         recoloured = [other if w == scenes[image]["objects"][0]["color"] else w for w in words]
         assert caption_is_true(recoloured, scenes[image]) == (False, False)
     assert n_false > 40  # every caption but those of the "and" template without a size word
+
+
+def test_nearest_train_captions_control(tmp_path):
+    from fairseq_tpr.scoring.captions import nearest_train_captions
+
+    np.save(tmp_path / "train.feat.npy", np.array([[1, 0], [0, 1], [1, 1]], np.float32))
+    (tmp_path / "train.feat.ids").write_text("c\nd\ne\n")
+    (tmp_path / "train.txt").write_text("a cat\na dog\na small dog\nan elk\n")
+    (tmp_path / "train.img").write_text("c\nd\nd\ne\n")
+    np.save(tmp_path / "test.feat.npy", np.array([[5, 0.1], [0.1, 9], [2, 2.2]], np.float32))  # cosine, not distance
+    (tmp_path / "test.feat.ids").write_text("x\ny\nz\n")
+    (tmp_path / "test.txt").write_text("a cat\na dog\nan elk\n")
+    (tmp_path / "test.img").write_text("x\ny\nz\n")
+    assert nearest_train_captions(tmp_path, "test") == ["a cat", "a dog", "an elk"]
+    caption_score_main(["--data", str(tmp_path), "--split", "test", "--nearest-train", "--no-ptb-tokenize",
+                        "--metrics", "BLEU-1", "--json", str(tmp_path / "s.json")])
+    assert json.loads((tmp_path / "s.json").read_text())["BLEU-1"] == pytest.approx(1.0)
+    np.save(tmp_path / "test.feat.npy", np.zeros((3, 3), np.float32))
+    with pytest.raises(InputError, match="2-d features but test.feat.npy 3-d"):
+        nearest_train_captions(tmp_path, "test")
+    with pytest.raises(SystemExit):
+        caption_score_main(["--nearest-train", "--refs", "r", "--ref-images", "i", "--hyp-images", "h"])

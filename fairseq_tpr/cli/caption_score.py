@@ -2,8 +2,10 @@
 caption evaluation code) of generated captions against ALL references of each image.
 
 Hypotheses come from a ``fairseq-generate`` log (``D-``/``H-`` lines; sample id k is the
-k-th line of ``--hyp-images``, which for ``--task image_captioning`` is ``S.feat.ids``) or from
-a plain file with one caption per line (``--hyps``, line k belongs to line k of ``--hyp-images``).
+k-th line of ``--hyp-images``, which for ``--task image_captioning`` is ``S.feat.ids``), from
+a plain file with one caption per line (``--hyps``, line k belongs to line k of ``--hyp-images``),
+or, with ``--data``, from ``--nearest-train``: a control without any training, the caption of the
+training image whose features are closest (cosine) to each image's.
 References: ``--refs`` (one caption per line) with ``--ref-images`` (the image id of each line).
 ``--data DIR --split S`` fills in ``DIR/S.txt``, ``DIR/S.img`` and ``DIR/S.feat.ids``.
 
@@ -37,6 +39,8 @@ def main(argv=None):
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--generate-log", help="stdout of fairseq-generate")
     src.add_argument("--hyps", help="one hypothesis caption per line")
+    src.add_argument("--nearest-train", action="store_true",
+                     help="score the caption of each image's nearest training image (needs --data; a control)")
     parser.add_argument("--hyp-images", help="image id of each hypothesis line / generate sample id")
     parser.add_argument("--refs", help="reference captions, one per line")
     parser.add_argument("--ref-images", help="image id of each reference line")
@@ -49,18 +53,23 @@ def main(argv=None):
         args.refs = args.refs or d / f"{args.split}.txt"
         args.ref_images = args.ref_images or d / f"{args.split}.img"
         args.hyp_images = args.hyp_images or d / f"{args.split}.feat.ids"
+    if args.nearest_train and not args.data:
+        parser.error("--nearest-train needs --data DIR (its train and --split features and captions)")
     for name in ("refs", "ref_images", "hyp_images"):
         if getattr(args, name) is None:
             parser.error(f"--{name.replace('_', '-')} is needed (or --data DIR --split S)")
     register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are parsed
-    from fairseq_tpr.scoring.captions import collect, read_generate_log, read_lines, score
+    from fairseq_tpr.scoring.captions import collect, nearest_train_captions, read_generate_log, read_lines, score
 
     # an InputError or DependencyError (no Java, no pycocoevalcap) reaches the error hook of
     # fairseq_tpr.errors: one 'error:' line, exit status 2
-    for p in (args.refs, args.ref_images, args.hyp_images, args.generate_log or args.hyps):
+    for p in (args.refs, args.ref_images, args.hyp_images, args.generate_log or args.hyps or args.refs):
         if not Path(p).exists():
             raise InputError(f"{p}: no such file")
-    hyps = read_generate_log(args.generate_log) if args.generate_log else read_lines(args.hyps)
+    if args.nearest_train:
+        hyps = nearest_train_captions(args.data, args.split)
+    else:
+        hyps = read_generate_log(args.generate_log) if args.generate_log else read_lines(args.hyps)
     gts, res = collect(args.refs, args.ref_images, hyps, args.hyp_images)
     scores = score(gts, res, ptb_tokenize=not args.no_ptb_tokenize, metrics=args.metrics)
     n_refs = sum(len(v) for v in gts.values())

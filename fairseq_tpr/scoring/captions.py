@@ -2,7 +2,8 @@
 with pycocoevalcap (the COCO caption evaluation code); the library of ``fairseq-tpr-caption-score``.
 
 :func:`read_generate_log` takes the hypotheses of a ``fairseq-generate`` log (sample id k is the
-k-th image of the split's ``S.feat.ids``), :func:`collect` pairs hypotheses with the references
+k-th image of the split's ``S.feat.ids``), :func:`nearest_train_captions` makes a control without
+training (the caption of each image's nearest training image), :func:`collect` pairs hypotheses with the references
 of their image and checks the counts, :func:`score` runs the pycocoevalcap scorers. SPICE is not
 computed: it downloads Stanford CoreNLP models at run time, which cannot work offline.
 """
@@ -30,6 +31,35 @@ def read_generate_log(path):
     log = parse_generate_log(path)
     log.require_hypotheses()
     return {i: h.strip() for i, h in log.hypotheses.items()}
+
+
+def nearest_train_captions(data_dir, split, train_split="train"):
+    """A control that needs no training: for every image of ``split`` (in ``S.feat.ids`` order), the
+    first caption of the ``train_split`` image whose features are closest in cosine similarity.
+    What a captioner that only recognises the training image it looks most like would write."""
+    import numpy as np
+
+    from ..data.captioning import load_features
+
+    train, train_ids, _ = load_features(data_dir, train_split)
+    feats, _, _ = load_features(data_dir, split)
+    if train.shape[1] != feats.shape[1]:
+        raise InputError(f"{data_dir}: {train_split}.feat.npy has {train.shape[1]}-d features but {split}.feat.npy "
+                         f"{feats.shape[1]}-d")
+    first = {}
+    for caption, image in zip(read_lines(f"{data_dir}/{train_split}.txt"),
+                              (i.strip() for i in read_lines(f"{data_dir}/{train_split}.img"))):
+        first.setdefault(image, caption)
+    missing = [i for i in train_ids if i not in first]
+    if missing:
+        raise InputError(f"{data_dir}/{train_split}.img: image {missing[0]!r} of {train_split}.feat.ids has no caption")
+
+    def unit(x):
+        x = np.asarray(x, dtype=np.float64)
+        return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+    nearest = (unit(feats) @ unit(train).T).argmax(axis=1)
+    return [first[train_ids[j]] for j in nearest]
 
 
 def collect(refs, ref_images, hyps, hyp_images):
