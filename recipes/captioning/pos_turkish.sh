@@ -9,21 +9,21 @@
 #
 # Settings (environment; the defaults take about 15-20 min on one CPU core):
 #   SEEDS="1 2 3"  AE_UPDATE=600  MAX_TRAIN=0 (0: all 3,881 training sentences)
-#   EPOCHS=8  PATIENCE=3  HIDDEN=64  RANK=32  BATCH=32  LR=2e-3
+#   EPOCHS=30  PATIENCE=3  HIDDEN=64  RANK=32  BATCH=32  LR=2e-3
 # The data package is an optional dependency (the [turkish] extra); this script pip-installs it
 # into the venv when it is missing. The split is fixed: a shuffle with seed 1 of all sentences,
 # 80/10/10 (fairseq_tpr/corpora/conllu.py); MAX_TRAIN > 0 keeps the first MAX_TRAIN training
 # sentences and the same valid/test. Steps whose outputs exist are skipped.
 #
 # Writes OUT_DIR/data/ ({split}.conllu, {split}.txt, split.json), OUT_DIR/autoencoder/ (data,
-# checkpoint, train.log), OUT_DIR/unbinding/{split}.npz, OUT_DIR/tagger/{u,words}-s<seed>/
+# checkpoint, train.log), OUT_DIR/autoencoder_curve.png, OUT_DIR/unbinding/{split}.npz, OUT_DIR/tagger/{u,words}-s<seed>/
 # (checkpoint_best.pt, results.json, scores.md, train.log) and OUT_DIR/results.md.
 set -euo pipefail
 OUT=${1:-runs/pos-turkish}
 SEEDS=${SEEDS:-1 2 3}
 AE_UPDATE=${AE_UPDATE:-600}
 MAX_TRAIN=${MAX_TRAIN:-0}
-EPOCHS=${EPOCHS:-8}
+EPOCHS=${EPOCHS:-30}
 PATIENCE=${PATIENCE:-3}
 HIDDEN=${HIDDEN:-64}
 RANK=${RANK:-32}
@@ -59,10 +59,14 @@ for s in train valid test; do cp "$DATA/$s.txt" "$AE/raw/$s.src"; cp "$DATA/$s.t
     --max-update "$AE_UPDATE" --save-dir "$AE/ckpt" >> "$AE/train.log" 2>&1
 echo "autoencoder: $(grep -o 'valid on .valid. subset | loss [0-9.]*' "$AE/train.log" | tail -1)"
 
-# 3. u_t of every split
+"$BIN/python" -m fairseq_tpr.cli.learning_curve "$AE/train.log" --labels autoencoder --out "$OUT/autoencoder_curve.png" \
+    --title "Turkish treebanks: ATPL autoencoder, validation loss"
+
+# 3. u_t of every split, from the autoencoder's checkpoint with the lowest validation loss (it
+# overfits the 3,881 training sentences after about 100 updates: see autoencoder_curve.png)
 mkdir -p "$OUT/unbinding"
 for s in train valid test; do
-    [[ -f "$OUT/unbinding/$s.npz" ]] || "$BIN/fairseq-tpr-unbinding" --path "$AE/ckpt/checkpoint_last.pt" \
+    [[ -f "$OUT/unbinding/$s.npz" ]] || "$BIN/fairseq-tpr-unbinding" --path "$AE/ckpt/checkpoint_best.pt" \
         --input "$DATA/$s.txt" --out "$OUT/unbinding/$s.npz" --cpu
 done
 
