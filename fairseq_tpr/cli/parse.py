@@ -67,7 +67,8 @@ def get_parser():
     add_grammar_training_args(t.add_argument_group("training"), unit="trees", score="F1")
     _run_args(t)
     o = t.add_argument_group("output")
-    o.add_argument("--save-dir", help="write checkpoint_best.pt here")
+    o.add_argument("--save-dir", help="write checkpoint_best.pt here, and checkpoint_last.pt after every epoch: "
+                   "a run that finds checkpoint_last.pt there continues from it (same flags and data)")
     o.add_argument("--results-json", help="write the per-split scores here")
     o.add_argument("--out-dir", help="write the decoded trees of each split here ({split}.pred.mrg)")
 
@@ -163,7 +164,8 @@ def _train(args):
     model, best_epoch, best_f1 = P.train(
         cfg, model, splits, vocab, device, seed=args.seed, max_epochs=args.max_epochs, patience=args.patience,
         batch_size=args.batch_size, lr=args.lr, clip_norm=args.clip_norm, save_dir=args.save_dir,
-        progress=not args.no_progress_bar, max_layers=max_layers)
+        progress=not args.no_progress_bar, max_layers=max_layers,
+        run_key={"tree_files": tree_files, "u_files": u_files if cfg["features"] == "unbinding" else {}})
     rows = []
     for s in given:
         pred, res = P.evaluate(model, splits[s], vocab, device, args.batch_size, max_layers)

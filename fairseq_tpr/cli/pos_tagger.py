@@ -61,7 +61,8 @@ def get_parser():
     t.add_argument("--device", default="cpu", help="torch device (cpu, cuda)")
     t.add_argument("--no-progress-bar", action="store_true")
     o = p.add_argument_group("output")
-    o.add_argument("--save-dir", help="write checkpoint_best.pt here")
+    o.add_argument("--save-dir", help="write checkpoint_best.pt here, and checkpoint_last.pt after every epoch: "
+                   "a run that finds checkpoint_last.pt there continues from it (same flags and data)")
     o.add_argument("--load", help="evaluate this saved tagger (no training)")
     o.add_argument("--results-json", help="write the per-split results here")
     return p
@@ -105,7 +106,8 @@ def main(argv=None):
         model, best_epoch = pos.train(
             cfg, model, splits, device, words, tags, ambiguous, seed=args.seed, max_epochs=args.max_epochs,
             patience=args.patience, batch_size=args.batch_size, lr=args.lr, clip_norm=args.clip_norm,
-            save_dir=args.save_dir, progress=not args.no_progress_bar)
+            save_dir=args.save_dir, progress=not args.no_progress_bar,
+            run_key={"tag_files": tag_files, "u_files": u_files if need_u else {}})
 
     rows = pos.evaluate(model, splits, device, batch_size=args.batch_size)
     print(pos.markdown(rows, pos.title(cfg)))

@@ -457,9 +457,11 @@ def run_epoch(model, split: Split, device, optimizer=None, batch_size=32, rng=No
 
 
 def train(cfg, model, splits, vocab, device, *, seed=1, max_epochs=30, patience=5, batch_size=32, lr=1e-3,
-          clip_norm=5.0, save_dir=None, progress=True, max_layers=None):
+          clip_norm=5.0, save_dir=None, progress=True, max_layers=None, run_key=None):
     """Train with early stopping on the validation F1 (:func:`~.training.train_early_stopping`);
-    returns the model with the best epoch's weights, that epoch and its validation F1."""
+    returns the model with the best epoch's weights, that epoch and its validation F1. With
+    ``save_dir``, ``SAVE_DIR/checkpoint_last.pt`` makes the run resumable (``run_key``: what
+    must match to resume, e.g. the data files)."""
 
     def train_epoch(optimizer, rng):
         loss, seg, cat = run_epoch(model, splits["train"], device, optimizer, batch_size, rng, clip_norm)
@@ -475,7 +477,9 @@ def train(cfg, model, splits, vocab, device, *, seed=1, max_epochs=30, patience=
 
     return train_early_stopping(model, train_epoch, validate, save_best if save_dir else None, seed=seed,
                                 max_epochs=max_epochs, patience=patience, lr=lr, progress=progress,
-                                score_name="valid F1", score_key="valid_f1")
+                                score_name="valid F1", score_key="valid_f1",
+                                last_path=Path(save_dir) / "checkpoint_last.pt" if save_dir else None,
+                                run_key=dict(run_key or {}, config=cfg, batch_size=batch_size, clip_norm=clip_norm))
 
 
 # ----------------------------------------------------------------------------- checkpoints

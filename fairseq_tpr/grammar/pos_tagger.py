@@ -240,10 +240,11 @@ def build_model(cfg, n_words, n_tags):
 
 
 def train(cfg, model, splits, device, words, tags, ambiguous, *, seed=1, max_epochs=30, patience=5,
-          batch_size=32, lr=1e-3, clip_norm=5.0, save_dir=None, progress=True):
+          batch_size=32, lr=1e-3, clip_norm=5.0, save_dir=None, progress=True, run_key=None):
     """Train ``model`` on ``splits["train"]`` with early stopping on the validation token accuracy
     (:func:`~.training.train_early_stopping`); returns the model with the best epoch's weights and
-    that epoch."""
+    that epoch. With ``save_dir``, ``SAVE_DIR/checkpoint_last.pt`` makes the run resumable
+    (``run_key``: what must match to resume, e.g. the data files)."""
 
     def train_epoch(optimizer, rng):
         return run_epoch(model, splits["train"], device, optimizer, batch_size, rng, clip_norm)[0], ""
@@ -258,5 +259,6 @@ def train(cfg, model, splits, device, words, tags, ambiguous, *, seed=1, max_epo
     model, best_epoch, _ = train_early_stopping(
         model, train_epoch, validate, save_best if save_dir else None, seed=seed, max_epochs=max_epochs,
         patience=patience, lr=lr, progress=progress, score_name="valid accuracy", score_key="valid_acc",
-        score_unit="%")
+        score_unit="%", last_path=Path(save_dir) / "checkpoint_last.pt" if save_dir else None,
+        run_key=dict(run_key or {}, config=cfg, batch_size=batch_size, clip_norm=clip_norm))
     return model, best_epoch
