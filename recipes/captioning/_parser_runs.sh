@@ -37,7 +37,7 @@ parser_runs() {
                 --train-trees "$trees/train.mrg" --valid-trees "$trees/valid.mrg" --test-trees "$trees/test.mrg" \
                 "${u_args[@]}" --hidden "$HIDDEN" --rank "$RANK" --batch-size "$BATCH" --lr "$LR" \
                 --max-epochs "$EPOCHS" --patience "$PATIENCE" --seed "$seed" --no-progress-bar "$@" \
-                --save-dir "$dir" --out-dir "$dir" --results-json "$dir/results.json.tmp" > "$dir/scores.md" 2> "$dir/train.log"
+                --save-dir "$dir" --out-dir "$dir" --results-json "$dir/results.json.tmp" > "$dir/scores.md" 2>> "$dir/train.log"
             mv "$dir/results.json.tmp" "$dir/results.json"
             echo "$name: $(grep '^| test' "$dir/scores.md")"
         done

@@ -10,7 +10,8 @@
 #   AE_UPDATE=500                         updates of the autoencoder (shapes.sh's sizes: d 16, LSTM 128)
 #   SEEDS="1 2 3"  EPOCHS=30  PATIENCE=5  HIDDEN=128  RANK=64  BATCH=32  LR=1e-3
 #   PARSER_FLAGS=""                       more fairseq-tpr-parse train flags (e.g. --segment-target boundary)
-# Steps whose outputs exist are skipped (delete OUT_DIR/parser/<run> to redo one).
+# Steps whose outputs exist are skipped (delete OUT_DIR/parser/<run> to redo one); a parser run that was
+# cut off continues from its checkpoint_last.pt when the recipe is run again.
 #
 # Writes OUT_DIR/shapes_raw (corpus --trees: {split}.mrg, .txt, .pos, ...), OUT_DIR/autoencoder/
 # (its data, checkpoint, train.log), OUT_DIR/unbinding/{split}.npz, OUT_DIR/parser/{u,words}-s<seed>/

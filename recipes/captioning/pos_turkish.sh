@@ -13,7 +13,8 @@
 # The data package is an optional dependency (the [turkish] extra); this script pip-installs it
 # into the venv when it is missing. The split is fixed: a shuffle with seed 1 of all sentences,
 # 80/10/10 (fairseq_tpr/corpora/conllu.py); MAX_TRAIN > 0 keeps the first MAX_TRAIN training
-# sentences and the same valid/test. Steps whose outputs exist are skipped.
+# sentences and the same valid/test. Steps whose outputs exist are skipped; a tagger run that was cut
+# off continues from its checkpoint_last.pt when the recipe is run again.
 #
 # Writes OUT_DIR/data/ ({split}.conllu, {split}.txt, split.json), OUT_DIR/autoencoder/ (data,
 # checkpoint, train.log), OUT_DIR/autoencoder_curve.png, OUT_DIR/unbinding/{split}.npz, OUT_DIR/tagger/{u,words}-s<seed>/
@@ -86,7 +87,7 @@ for seed in $SEEDS; do
             --train-tags "$DATA/train.conllu" --valid-tags "$DATA/valid.conllu" --test-tags "$DATA/test.conllu" \
             --hidden "$HIDDEN" --rank "$RANK" --batch-size "$BATCH" --lr "$LR" --max-epochs "$EPOCHS" \
             --patience "$PATIENCE" --seed "$seed" --no-progress-bar --save-dir "$dir" \
-            --results-json "$dir/results.json.tmp" > "$dir/scores.md" 2> "$dir/train.log"
+            --results-json "$dir/results.json.tmp" > "$dir/scores.md" 2>> "$dir/train.log"
         mv "$dir/results.json.tmp" "$dir/results.json"
         echo "$name: $(grep '^| test' "$dir/scores.md")"
     done
