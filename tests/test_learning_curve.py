@@ -50,6 +50,35 @@ def test_role_onehot_gets_its_own_panel(tmp_path):
     assert [r.get("role_onehot") for r in rows] == [0.2, 0.5]
     png = plot_curves({"a": rows}, tmp_path / "roles.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    assert [p[0] for p in PANELS] == ["loss", "accuracy", "role_onehot"]
+    assert [p[0] for p in PANELS] == ["loss", "accuracy", "role_onehot", "valid_f1", "valid_accuracy"]
     # two panels (loss, role one-hot; no accuracy logged), 5 inches each at 110 dpi
     assert int.from_bytes(png[16:20], "big") == 2 * 5 * 110
+
+
+GRAMMAR_LOG = """\
+1040304 parameters
+epoch 1: train loss 0.9 (segments 0.5, categories 0.4) | valid loss 0.3 | valid F1 80.10 (P 80.00, R 80.20) | 60s
+epoch 2: train loss 0.5 (segments 0.3, categories 0.2) | valid loss 0.2 | valid F1 90.00 (P 90.00, R 90.00) | 120s
+resuming from run/checkpoint_last.pt: 1 epochs done, best epoch 1 (valid F1 80.10)
+epoch 2: train loss 0.4 (segments 0.3, categories 0.1) | valid loss 0.15 | valid F1 91.50 (P 91.00, R 92.00) | 110s
+best epoch 2 (valid F1 91.50), 2 epochs in 110s
+"""
+
+
+def test_grammar_trainer_logs_are_drawn_against_epochs(tmp_path):
+    from fairseq_tpr.analysis.learning_curve import parse_epoch_lines, plot_curves
+
+    rows = parse_epoch_lines(GRAMMAR_LOG)  # the resumed run's epoch 2 replaces the first one
+    assert rows == [{"epoch": 1, "train_loss": 0.9, "loss": 0.3, "valid_f1": 80.10},
+                    {"epoch": 2, "train_loss": 0.4, "loss": 0.15, "valid_f1": 91.50}]
+    tagger = parse_epoch_lines("epoch 3: train loss 0.2 | valid loss 0.43 | valid accuracy 85.39% | 16s\n")
+    assert tagger == [{"epoch": 3, "train_loss": 0.2, "loss": 0.43, "valid_accuracy": 85.39}]
+    log = tmp_path / "u-s1" / "train.log"
+    log.parent.mkdir()
+    log.write_text(GRAMMAR_LOG)
+    out = tmp_path / "parser.png"
+    main([str(log), "--out", str(out)])
+    png = out.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20], "big") == 2 * 5 * 110  # loss, F1
+    with pytest.raises(ValueError, match="updates.*epochs"):
+        plot_curves({"a": rows, "b": parse_valid_lines(LOG)}, tmp_path / "mixed.png")

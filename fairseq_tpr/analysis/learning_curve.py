@@ -6,12 +6,19 @@ fairseq writes one ``valid on 'valid' subset | loss 1.802 | nll_loss 1.802 | ...
 line per validation (``--log-format simple`` or the default); every ``| name value`` field of it
 is read as a float. ``accuracy`` (token-level, in %) is there when the criterion reports it
 (``--report-accuracy``).
+
+The grammar trainer of ``fairseq-tpr-parse train`` and ``fairseq-tpr-pos-tagger``
+(``fairseq_tpr/grammar/training.py``) writes one ``epoch N: train loss .. | valid loss .. |
+valid F1 ..`` (or ``valid accuracy ..%``) line per epoch instead: :func:`parse_epoch_lines` reads
+those, and their curves are drawn against epochs.
 """
 import re
 from pathlib import Path
 from typing import Dict, List
 
 FIELD = re.compile(r"\|\s*([a-z_]+)\s+([-+0-9.eE]+)(?=\s*(\||$))")
+EPOCH_LINE = re.compile(r"^epoch (\d+): train loss ([-+0-9.eE]+|nan|inf).*?\| valid loss ([-+0-9.eE]+|nan|inf) \| "
+                        r"valid (F1|accuracy) ([-+0-9.eE]+)")
 
 
 def parse_valid_lines(text: str, subset: str = "valid") -> List[Dict[str, float]]:
@@ -28,16 +35,33 @@ def parse_valid_lines(text: str, subset: str = "valid") -> List[Dict[str, float]
     return [rows[k] for k in sorted(rows)]
 
 
+def parse_epoch_lines(text: str) -> List[Dict[str, float]]:
+    """One dict per epoch line of the grammar trainer: ``{"epoch", "train_loss", "loss" (valid),
+    "valid_f1" or "valid_accuracy" (in %)}``, in epoch order; a repeated epoch (a resumed run's
+    appended log) keeps its later line."""
+    rows: Dict[int, Dict[str, float]] = {}
+    for line in text.splitlines():
+        m = EPOCH_LINE.match(line.strip())
+        if m:
+            epoch, train_loss, valid_loss, name, score = m.groups()
+            rows[int(epoch)] = {"epoch": float(epoch), "train_loss": float(train_loss), "loss": float(valid_loss),
+                                f"valid_{name.lower()}": float(score)}
+    return [rows[k] for k in sorted(rows)]
+
+
 PANELS = (
     ("loss", "validation loss (base 2)", "validation loss"),
     ("accuracy", "token accuracy (%)", "validation token accuracy"),
     ("role_onehot", "share of role distributions with max > 0.98", "role one-hot rate"),
+    ("valid_f1", "labelled bracket F1 (%)", "validation F1 (EVALB)"),
+    ("valid_accuracy", "tag accuracy (%)", "validation tag accuracy"),
 )
 
 
 def plot_curves(runs: Dict[str, List[Dict[str, float]]], out: Path, title: str = "") -> Path:
     """Write the PNG; ``runs`` maps a label to its parsed validation rows. One panel per metric
-    of :data:`PANELS` that some run logs (the loss always)."""
+    of :data:`PANELS` that some run logs (the loss always); against updates (fairseq logs) or
+    epochs (grammar-trainer logs), not a mix of both (ValueError)."""
     import logging
 
     logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq's import leaves the root logger verbose
@@ -46,16 +70,22 @@ def plot_curves(runs: Dict[str, List[Dict[str, float]]], out: Path, title: str =
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    per_epoch = {all("num_updates" not in r for r in rows) for rows in runs.values()}
+    if len(per_epoch) > 1:
+        raise ValueError("cannot draw fairseq-train logs (updates) and grammar-trainer logs (epochs) in one figure")
+    x_key, x_label = ("epoch", "epochs") if per_epoch == {True} else ("num_updates", "updates")
     # one panel per metric that some run logs: loss always, token accuracy (--report-accuracy) and the
     # role one-hot rate (label_smoothed_cross_entropy_with_roles with discrete roles)
     panels = [(key, ylabel, panel_title) for key, ylabel, panel_title in PANELS
               if key == "loss" or any(key in r for rows in runs.values() for r in rows)]
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.6), squeeze=False)
     for ax, (key, ylabel, panel_title) in zip(axes[0], panels):
+        if key == "loss" and x_key == "epoch":
+            ylabel = "validation loss (nats, the trainer's)"  # the grammar trainer's losses are natural-log
         for label, rows in runs.items():
-            points = [(r["num_updates"], r[key]) for r in rows if key in r]
+            points = [(r[x_key], r[key]) for r in rows if key in r]
             ax.plot([u for u, _ in points], [v for _, v in points], marker=".", label=label)
-        ax.set(xlabel="updates", ylabel=ylabel, title=panel_title)
+        ax.set(xlabel=x_label, ylabel=ylabel, title=panel_title)
     for ax in axes[0]:
         ax.grid(alpha=0.3)
         ax.legend()

@@ -7,7 +7,9 @@ Reads the ``valid on 'valid' subset`` lines that fairseq writes (``--log-format 
 or the default), taking ``num_updates``, ``loss`` and, when the criterion reports it
 (``--report-accuracy``), ``accuracy`` (token-level, in %), and ``role_onehot`` (discrete-role
 models under ``label_smoothed_cross_entropy_with_roles``). Writes one PNG with a loss panel and,
-when any log has them, an accuracy panel and a role one-hot panel.
+when any log has them, an accuracy panel and a role one-hot panel. Logs of
+``fairseq-tpr-parse train`` / ``fairseq-tpr-pos-tagger`` (one ``epoch N: ...`` line per epoch)
+are drawn against epochs: validation loss and F1 or tag accuracy.
 """
 import argparse
 import sys
@@ -18,7 +20,8 @@ from fairseq_tpr import register
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("logs", nargs="+", type=Path, help="fairseq-train log files")
+    parser.add_argument("logs", nargs="+", type=Path,
+                        help="fairseq-train logs, or logs of fairseq-tpr-parse train / fairseq-tpr-pos-tagger")
     parser.add_argument("--labels", nargs="*", help="one label per log (default: the log's parent directory)")
     parser.add_argument("--out", type=Path, required=True, help="PNG to write")
     parser.add_argument("--title", default="")
@@ -26,18 +29,23 @@ def main(argv=None):
     if args.labels and len(args.labels) != len(args.logs):
         parser.error(f"{len(args.logs)} logs but {len(args.labels)} labels")
     register()  # torch, fairseq and the plugin (the analysis package imports them), after the arguments are parsed
-    from fairseq_tpr.analysis.learning_curve import parse_valid_lines, plot_curves
+    from fairseq_tpr.analysis.learning_curve import parse_epoch_lines, parse_valid_lines, plot_curves
 
     runs = {}
     for i, log in enumerate(args.logs):
         if not log.is_file():
             parser.error(f"no such log file: {log}")
-        rows = parse_valid_lines(log.read_text(encoding="utf-8", errors="replace"))
+        text = log.read_text(encoding="utf-8", errors="replace")
+        rows = parse_valid_lines(text) or parse_epoch_lines(text)
         if not rows:
-            parser.error(f"{log} has no \"valid on 'valid' subset\" lines with num_updates and loss: "
-                         "was validation disabled, or is this not a fairseq-train log?")
+            parser.error(f"{log} has no \"valid on 'valid' subset\" lines with num_updates and loss "
+                         "(fairseq-train) and no \"epoch N: train loss ... | valid loss ...\" lines (fairseq-tpr-parse, "
+                         "fairseq-tpr-pos-tagger): was validation disabled, or is this another kind of log?")
         runs[args.labels[i] if args.labels else log.parent.name] = rows
-    path = plot_curves(runs, args.out, args.title)
+    try:
+        path = plot_curves(runs, args.out, args.title)
+    except ValueError as e:
+        parser.error(str(e))
     print(f"learning curve: {path} ({', '.join(f'{k}: {len(v)} points' for k, v in runs.items())})")
 
 
