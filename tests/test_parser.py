@@ -400,5 +400,6 @@ def test_parse_shapes_recipe_smallest_setting(tmp_path):
         res = json.loads((tmp_path / "out" / "parser" / name / "results.json").read_text())
         assert {r["split"] for r in res["splits"]} == {"train", "valid", "test"}
     assert len(read_trees(tmp_path / "out" / "parser" / "u-s1" / "test.pred.mrg")) == 12
+    assert (tmp_path / "out" / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     u = np.load(tmp_path / "out" / "unbinding" / "train.npz")
     assert u["vectors"].shape[1] == 16

@@ -9,6 +9,7 @@
 #   TREE_DIR/{split}.mrg, into OUT/parser/{u,words}-s<seed>/ (checkpoint_best.pt, results.json,
 #   {split}.pred.mrg, scores.md, train.log); their results.json in the arrays u_runs and w_runs.
 # parser_table [fairseq-tpr-parse table flags]: F1 mean ± sd over the runs of u_runs and w_runs.
+# parser_curves OUT TITLE: the validation curves (loss, F1 against epochs) of those runs, OUT/curves.png.
 
 dump_unbinding() {
     local ckpt=$1 src=$2 out=$3 s
@@ -47,4 +48,14 @@ parser_runs() {
 parser_table() {
     local IFS=,
     "$BIN/fairseq-tpr-parse" table "$@" "u_t (ATPL autoencoder)=${u_runs[*]}" "word embeddings=${w_runs[*]}"
+}
+
+parser_curves() {
+    local out=$1 title=$2 r logs=() labels=()
+    for r in "${u_runs[@]}" "${w_runs[@]}"; do
+        logs+=("$(dirname "$r")/train.log")
+        labels+=("$(basename "$(dirname "$r")")")
+    done
+    "$BIN/python" -m fairseq_tpr.cli.learning_curve "${logs[@]}" --labels "${labels[@]}" --out "$out/curves.png" \
+        --title "$title"
 }

@@ -15,7 +15,7 @@
 #
 # Writes OUT_DIR/shapes_raw (corpus --trees: {split}.mrg, .txt, .pos, ...), OUT_DIR/autoencoder/
 # (its data, checkpoint, train.log), OUT_DIR/unbinding/{split}.npz, OUT_DIR/parser/{u,words}-s<seed>/
-# (checkpoint_best.pt, results.json, {split}.pred.mrg, train.log) and OUT_DIR/table.md.
+# (checkpoint_best.pt, results.json, {split}.pred.mrg, train.log), OUT_DIR/table.md and OUT_DIR/curves.png.
 set -euo pipefail
 OUT=${1:-runs/parse_shapes}
 N_TRAIN=${N_TRAIN:-3000}
@@ -67,3 +67,4 @@ dump_unbinding "$AE/ckpt/checkpoint_last.pt" "$AE/raw" "$OUT/unbinding" --cpu
 # shellcheck disable=SC2086
 parser_runs "$OUT" "$RAW" "$TPR_DIM" ${PARSER_FLAGS:-}
 parser_table --title "ATPL parser on the shapes trees" | tee "$OUT/table.md"
+parser_curves "$OUT" "ATPL parser on the shapes trees: validation"

@@ -80,3 +80,4 @@ done
 for split in test valid; do
     parser_table --split "$split" --title "ATPL parser on WSJ (Table 3)"
 done | tee "$OUT/table.md"
+parser_curves "$OUT" "ATPL parser on WSJ: validation (section 22)"
