@@ -82,3 +82,17 @@ def test_grammar_trainer_logs_are_drawn_against_epochs(tmp_path):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20], "big") == 2 * 5 * 110  # loss, F1
     with pytest.raises(ValueError, match="updates.*epochs"):
         plot_curves({"a": rows, "b": parse_valid_lines(LOG)}, tmp_path / "mixed.png")
+
+
+def test_seed_runs_share_their_model_colour_and_many_runs_get_one_outside_legend(tmp_path):
+    from fairseq_tpr.analysis.learning_curve import MAX_INLINE_LEGEND, line_styles, plot_curves
+
+    labels = ["transformer seed 1", "transformer seed 2", "sttr seed 1", "sttr seed 2", "sttr seed 3", "control"]
+    st = line_styles(labels)
+    assert st["transformer seed 1"]["color"] == st["transformer seed 2"]["color"] != st["sttr seed 1"]["color"]
+    assert [st[f"sttr seed {k}"]["linestyle"] for k in (1, 2, 3)] == ["-", "--", ":"]
+    assert st["control"]["color"] not in {st[x]["color"] for x in labels[:5]}
+    rows = parse_valid_lines(LOG)
+    runs = {f"m{i} seed 1": rows for i in range(MAX_INLINE_LEGEND + 1)}
+    png = plot_curves(runs, tmp_path / "many.png").read_bytes()
+    assert int.from_bytes(png[16:20], "big") == (2 * 5 + 3) * 110  # loss and accuracy panels + the legend

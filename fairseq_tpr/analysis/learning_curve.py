@@ -58,6 +58,27 @@ PANELS = (
 )
 
 
+MAX_INLINE_LEGEND = 6
+
+
+def line_styles(labels: List[str]) -> Dict[str, dict]:
+    """Matplotlib styles per label: labels ``MODEL seed N`` (the seeded tables' curves) share their
+    model's colour and differ in line style by seed; any other label is a model of its own."""
+    import matplotlib
+
+    colours = matplotlib.colormaps["tab10"].colors
+    dashes = ["-", "--", ":", "-."]
+    models: Dict[str, int] = {}
+    seen: Dict[str, int] = {}
+    out = {}
+    for label in labels:
+        model = label.rsplit(" seed ", 1)[0]
+        models.setdefault(model, len(models))
+        k = seen[model] = seen.get(model, -1) + 1
+        out[label] = {"color": colours[models[model] % len(colours)], "linestyle": dashes[k % len(dashes)]}
+    return out
+
+
 def plot_curves(runs: Dict[str, List[Dict[str, float]]], out: Path, title: str = "") -> Path:
     """Write the PNG; ``runs`` maps a label to its parsed validation rows. One panel per metric
     of :data:`PANELS` that some run logs (the loss always); against updates (fairseq logs) or
@@ -78,17 +99,24 @@ def plot_curves(runs: Dict[str, List[Dict[str, float]]], out: Path, title: str =
     # role one-hot rate (label_smoothed_cross_entropy_with_roles with discrete roles)
     panels = [(key, ylabel, panel_title) for key, ylabel, panel_title in PANELS
               if key == "loss" or any(key in r for rows in runs.values() for r in rows)]
-    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.6), squeeze=False)
+    # many runs (a seeded table): one colour per model, one line style per seed, one legend outside
+    many = len(runs) > MAX_INLINE_LEGEND
+    width = 5 * len(panels) + (3 if many else 0)
+    fig, axes = plt.subplots(1, len(panels), figsize=(width, 3.6 if not many else 4.2), squeeze=False)
+    styles = line_styles(list(runs))
     for ax, (key, ylabel, panel_title) in zip(axes[0], panels):
         if key == "loss" and x_key == "epoch":
             ylabel = "validation loss (nats, the trainer's)"  # the grammar trainer's losses are natural-log
         for label, rows in runs.items():
             points = [(r[x_key], r[key]) for r in rows if key in r]
-            ax.plot([u for u, _ in points], [v for _, v in points], marker=".", label=label)
+            ax.plot([u for u, _ in points], [v for _, v in points], marker=".", label=label, **styles[label])
         ax.set(xlabel=x_label, ylabel=ylabel, title=panel_title)
     for ax in axes[0]:
         ax.grid(alpha=0.3)
-        ax.legend()
+        if not many:
+            ax.legend()
+    if many:
+        axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
     if title:
         fig.suptitle(title)
     fig.tight_layout()
