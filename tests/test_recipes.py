@@ -263,6 +263,15 @@ def test_sttr_debian_table_one_run_and_the_table(tmp_path, debian):
     assert "sttr-l1" in json.loads((run / "runs.json").read_text())
     assert (run / "curves.png").stat().st_size > 0
     assert "sttr-l1-s1" in (run / "table4_sim.md").read_text()
+    # FROM: a longer run of the same row continues from this table's checkpoint (data linked, not rebuilt)
+    longer = tmp_path / "sttr-table-4"
+    proc = _bash("recipes/sttr/debian_table.sh", longer, env_extra={
+        "DEBIAN_DATA": debian, "WARMUP": 2, "ONLY": "sttr-l1-s1", "FROM": run, **SMALLEST_SUMMARIZATION,
+        "MAX_UPDATE": 4})
+    assert "== sttr-l1-s1: continuing from" in proc.stdout and (longer / "data").is_symlink()
+    log = (longer / "sttr-l1-s1/checkpoints/train.log").read_text()
+    assert "num_updates 2" in log and "num_updates 4" in log  # the copied log, then the continuation
+    assert len(_lines(longer / "sttr-l1-s1/eval/test.hyp")) == n_test
 
 
 @pytest.mark.slow  # a long end-to-end run: make test-slow

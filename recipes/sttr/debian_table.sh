@@ -21,8 +21,12 @@
 # only rebuilds these): the table RUN_DIR/results.md (every run's figures in RUN_DIR/runs.json) and
 # the validation curves RUN_DIR/curves.png (recipes/_seeded_table.sh), and Table IV's similarity on
 # the test split for the runs with templates, RUN_DIR/table4_sim.md (+ .json).
+# Longer runs from a finished table: FROM=RUN_DIR0 MAX_UPDATE=8000 ONLY="..." recipes/sttr/debian_table.sh
+# RUN_DIR links RUN_DIR0's data and starts each run from RUN_DIR0/NAME's checkpoint_last.pt (copied,
+# with checkpoint_best.pt and train.log); fairseq_tpr's resume makes that the same as training
+# MAX_UPDATE updates from scratch.
 set -euo pipefail
-if [[ $# -lt 1 ]]; then sed -n '2,23p' "$0" >&2; exit 2; fi
+if [[ $# -lt 1 ]]; then sed -n '2,27p' "$0" >&2; exit 2; fi
 run=$1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 debian=${DEBIAN_DATA:-$ROOT/runs/debian}
@@ -36,6 +40,13 @@ link_data() {  # link_data DEST: a data-bin of symlinks to the corpus, plus spm.
     ln -sfn "$src/text" "$1/text"
     ln -sf "$src/spm.model" "$1/spm.model"
 }
+if [[ -n "${FROM:-}" ]]; then
+    [[ -d "$FROM/data" ]] || { echo "error: FROM=$FROM has no data/: give the RUN_DIR of a finished table" >&2; exit 2; }
+    mkdir -p "$run"
+    for d in data data_xgroup data_random; do
+        [[ -e "$run/$d" ]] || ln -s "$(cd "$FROM/$d" && pwd)" "$run/$d"
+    done
+fi
 if [[ ! -f "$run/data/data-bin/test.source-target.template.bin" ]]; then
     link_data "$run/data"
     fairseq-tpr-retrieve-templates "$src/text" --copy-from "$src/bpe" --out "$run/data/templates" --no-progress
@@ -76,6 +87,12 @@ for spec in "${runs[@]}"; do
     [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] && continue
     dir="$run/$name"
     [[ -f "$dir/done" ]] && { echo "== $name: done already"; continue; }
+    if [[ -n "${FROM:-}" && ! -f "$dir/checkpoints/checkpoint_last.pt" ]]; then
+        [[ -f "$FROM/$name/checkpoints/checkpoint_last.pt" ]] || { echo "error: $FROM/$name has no checkpoint_last.pt" >&2; exit 2; }
+        mkdir -p "$dir/checkpoints"
+        cp "$FROM/$name"/checkpoints/{checkpoint_last.pt,checkpoint_best.pt,train.log} "$dir/checkpoints/"
+        echo "== $name: continuing from $FROM/$name (update $(grep -o 'num_updates [0-9]*' "$dir/checkpoints/train.log" | tail -1 | cut -d' ' -f2))"
+    fi
     echo "== $name: training ($variant, lambda $lambda, seed $seed)"
     LAMBDA=$lambda SEED=$seed bash "$ROOT/recipes/sttr/train.sh" "$variant" "$run/$data/data-bin" "$dir/checkpoints" \
         "${sizes[@]}"
