@@ -74,7 +74,7 @@ def test_variant_parameter_counts_and_one_training_step(tmp_path, attention):
     model, task, args = build(tmp_path, attention, "--attention-heads", heads)
     d, H, dk, f, sh, L, l, D = 32, int(heads), 8, 64, 16, 2, 16, 12
     attn = L * expected_attention_params(attention, d, H, dk, l)
-    rest = L * ((2 * d * f + f + d) + 4 * d) + 2 * d + (d * sh + sh + sh + 1) + (D * d + d)
+    rest = L * ((2 * d * f + f + d) + 4 * d) + (d * sh + sh + sh + 1) + (D * d + d)  # post-LN: no final norm
     counts = model.parameter_counts()
     assert counts == {"attention": attn, "total": attn + rest, "input_proj": D * d + d}
     assert type(model.layers[0].self_attn).__name__ == {
@@ -132,7 +132,7 @@ def test_attention_matrices_against_loop_oracles(tmp_path, attention):
     A = extra["attn"][0]  # B x H x T x T
     layer = model.layers[0]
     x0 = (model.input_proj(ni["unit_embeddings"]) + model.positions[:ni["unit_embeddings"].shape[1]])
-    x0 = layer.attn_norm(x0 * ni["unit_mask"].unsqueeze(-1))
+    x0 = x0 * ni["unit_mask"].unsqueeze(-1)  # post-LN (the default): the attention reads x itself
     att = layer.self_attn
     for b, tree in enumerate(trees):
         n = tree.end
@@ -169,6 +169,84 @@ def test_attention_matrices_against_loop_oracles(tmp_path, attention):
         one["tree_spans"], one["tree_codes"] = ni["tree_spans"][b:b + 1], ni["tree_codes"][b:b + 1]
         solo, _ = model(**one)
         torch.testing.assert_close(solo[0], logits[b, :n], rtol=1e-5, atol=1e-5)
+
+
+def _layer_norm(v, norm):
+    """LayerNorm of a plain vector by its definition (biased variance, eps as the module's)."""
+    mu = sum(v) / len(v)
+    var = sum((a - mu) ** 2 for a in v) / len(v)
+    return [(a - mu) / math.sqrt(var + norm.eps) * float(w) + float(b)
+            for a, w, b in zip(v, norm.weight.tolist(), norm.bias.tolist())]
+
+
+def _plain_logits(model, ni, b, pre_ln):
+    """Document b's logits from the layer equations of the module docstring, unit by unit in
+    Python floats; the attention sublayer's output (checked against loop oracles above) is
+    taken from the model for that sublayer's input."""
+    n = int(ni["unit_mask"][b].sum())
+    x = (model.input_proj(ni["unit_embeddings"][b:b + 1, :n]) + model.positions[:n]).double()
+    one = {"unit_mask": ni["unit_mask"][b:b + 1, :n], "tree_spans": ni["tree_spans"][b:b + 1],
+           "tree_codes": ni["tree_codes"][b:b + 1], "dep_parents": ni["dep_parents"][b:b + 1, :n]}
+    rows = x[0].tolist()
+    lin = lambda m, v: [sum(w * a for w, a in zip(wr, v)) + bb for wr, bb in zip(m.weight.tolist(), m.bias.tolist())]  # noqa: E731
+    relu = lambda v: [max(a, 0.0) for a in v]  # noqa: E731
+    for layer in model.layers:
+        inp = [_layer_norm(r, layer.attn_norm) for r in rows] if pre_ln else rows
+        a, _ = layer.self_attn(torch.tensor([inp], dtype=torch.float64), ~one["unit_mask"], one)
+        a = a[0].tolist()
+        if pre_ln:
+            h = [[x_ + a_ for x_, a_ in zip(r, ar)] for r, ar in zip(rows, a)]
+            rows = [[h_ + f_ for h_, f_ in zip(hr, lin(layer.fc2, relu(lin(layer.fc1, _layer_norm(hr, layer.ffn_norm)))))]
+                    for hr in h]
+        else:
+            h = [_layer_norm([x_ + a_ for x_, a_ in zip(r, ar)], layer.attn_norm) for r, ar in zip(rows, a)]
+            rows = [_layer_norm([h_ + f_ for h_, f_ in zip(hr, lin(layer.fc2, relu(lin(layer.fc1, hr))))], layer.ffn_norm)
+                    for hr in h]
+    if pre_ln:
+        rows = [_layer_norm(r, model.final_norm) for r in rows]
+    return [lin(model.scorer[2], relu(lin(model.scorer[0], r)))[0] for r in rows]
+
+
+def test_post_ln_by_default_pre_ln_by_flag_and_old_checkpoints_stay_pre_ln(tmp_path):
+    """The authors' post-LN layers by default, --normalize-before the pre-LN ones, each equal to
+    the layer equations in plain floats (float64 model); a checkpoint keeps its placement
+    (buffer pre_ln) and one from before the option (no pre_ln) loads as pre-LN."""
+    _, batch, _ = make_batch()
+    ni = batch["net_input"]
+    post, _, args = build(tmp_path, "dot", "--attention-heads", "2")
+    pre, _, args_pre = build(tmp_path, "dot", "--attention-heads", "2", "--normalize-before")
+    assert args.normalize_before is False and args_pre.normalize_before is True
+    assert isinstance(post.final_norm, torch.nn.Identity) and isinstance(pre.final_norm, torch.nn.LayerNorm)
+    for model, pre_ln in ((post, False), (pre, True)):
+        model.double().eval()
+        for layer in model.layers:  # make the norms' affine parameters matter
+            for norm in (layer.attn_norm, layer.ffn_norm):
+                torch.nn.init.normal_(norm.weight, 1.0, 0.2), torch.nn.init.normal_(norm.bias, 0.0, 0.2)
+        with torch.no_grad():
+            logits, _ = model(**{k: v.double() if k == "unit_embeddings" else v for k, v in ni.items()})
+            for b in range(logits.shape[0]):
+                want = _plain_logits(model, {k: v.double() if k == "unit_embeddings" else v for k, v in ni.items()},
+                                     b, pre_ln)
+                np.testing.assert_allclose(logits[b, :len(want)].numpy(), want, rtol=1e-10, atol=1e-12)
+    with torch.no_grad():
+        want_pre = pre(**{k: v.double() if k == "unit_embeddings" else v for k, v in ni.items()})[0]
+        state = pre.state_dict()
+        assert bool(state["pre_ln"]) and "final_norm.weight" in state
+        fresh, _, _ = build(tmp_path, "dot", "--attention-heads", "2")  # post-LN arguments, pre-LN checkpoint
+        fresh.double().load_state_dict(state)
+        assert fresh.layers[0].normalize_before and isinstance(fresh.final_norm, torch.nn.LayerNorm)
+        got = fresh.eval()(**{k: v.double() if k == "unit_embeddings" else v for k, v in ni.items()})[0]
+        torch.testing.assert_close(got, want_pre, rtol=0, atol=0)
+        old = {k: v for k, v in state.items() if k != "pre_ln"}  # before --normalize-before: pre-LN
+        fresh2, _, _ = build(tmp_path, "dot", "--attention-heads", "2")
+        fresh2.double().load_state_dict(old)
+        torch.testing.assert_close(fresh2.eval()(**{k: v.double() if k == "unit_embeddings" else v
+                                                   for k, v in ni.items()})[0], want_pre, rtol=0, atol=0)
+        post_state = post.state_dict()
+        assert not bool(post_state["pre_ln"]) and "final_norm.weight" not in post_state
+        pre2, _, _ = build(tmp_path, "dot", "--attention-heads", "2", "--normalize-before")
+        pre2.double().load_state_dict(post_state)
+        assert not pre2.layers[0].normalize_before and isinstance(pre2.final_norm, torch.nn.Identity)
 
 
 def test_bad_model_flags(tmp_path):

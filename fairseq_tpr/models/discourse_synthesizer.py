@@ -6,9 +6,13 @@ Summarization? Discourse Can Help!", slides "Extractive Summarization Model", "S
     x_i^0 = W_in e_i + p_i                       e_i: frozen sentence-encoder vector of unit i,
                                                  p_i: sinusoidal position; W_in = identity when
                                                  the unit vectors already have d_model entries
-    h     = x + Attn(LN(x))                      pre-LN Synthesizer layer, L times
-    x'    = h + W_2 relu(W_1 LN(h) + b_1) + b_2
-    s_i   = w_s^T relu(W_m LN(x_i^L) + b_m) + b_s   MLP scorer: one logit per unit
+    h     = LN(x + Attn(x))                      post-LN Synthesizer layer, L times (the
+    x'    = LN(h + W_2 relu(W_1 h + b_1) + b_2)   authors' doc_encoder.py; the default)
+    s_i   = w_s^T relu(W_m x_i^L + b_m) + b_s     MLP scorer: one logit per unit
+
+    with --normalize-before (pre-LN, BertSum's extractive transformer; what this model did
+    before the option existed):
+    h     = x + Attn(LN(x)),  x' = h + W_2 relu(W_1 LN(h) + b_1) + b_2,  s_i on LN(x_i^L)
 
 ``Attn`` is one class of :mod:`fairseq_tpr.modules.synthesizer_attention`, chosen once by
 ``--attention dot|dense|random-fixed|random-learned|none|dtree|ctree|ctree-nuc``; only ``dot``
@@ -38,20 +42,29 @@ from .hub_entry import plugin_from_pretrained
 
 
 class SynthesizerEncoderLayer(nn.Module):
-    """Pre-LN layer: ``h = x + Attn(LN(x))``, ``y = h + FFN(LN(h))`` (B x T x C)."""
+    """Post-LN layer ``h = LN(x + Attn(x))``, ``y = LN(h + FFN(h))`` (the authors' code), or with
+    ``normalize_before`` pre-LN ``h = x + Attn(LN(x))``, ``y = h + FFN(LN(h))`` (B x T x C)."""
 
-    def __init__(self, attention, embed_dim, ffn_dim, dropout):
+    def __init__(self, attention, embed_dim, ffn_dim, dropout, normalize_before=False):
         super().__init__()
         self.self_attn = attention
+        self.normalize_before = normalize_before
         self.attn_norm = nn.LayerNorm(embed_dim)
         self.ffn_norm = nn.LayerNorm(embed_dim)
         self.fc1, self.fc2 = nn.Linear(embed_dim, ffn_dim), nn.Linear(ffn_dim, embed_dim)
         self.dropout = nn.Dropout(dropout)
 
+    def ffn(self, x):
+        return self.dropout(self.fc2(self.dropout(torch.relu(self.fc1(x)))))
+
     def forward(self, x, pad_mask, tree):
-        a, A = self.self_attn(self.attn_norm(x), pad_mask, tree)
-        h = x + self.dropout(a)
-        return h + self.dropout(self.fc2(self.dropout(torch.relu(self.fc1(self.ffn_norm(h)))))), A
+        if self.normalize_before:
+            a, A = self.self_attn(self.attn_norm(x), pad_mask, tree)
+            h = x + self.dropout(a)
+            return h + self.ffn(self.ffn_norm(h)), A
+        a, A = self.self_attn(x, pad_mask, tree)
+        h = self.attn_norm(x + self.dropout(a))
+        return self.ffn_norm(h + self.ffn(h)), A
 
 
 def sinusoid(n, d):
@@ -70,7 +83,7 @@ class DiscourseSynthesizerModel(ChecksOptions, BaseFairseqModel):
 
     def __init__(self, args, unit_dim, max_units):
         super().__init__()
-        d = args.encoder_embed_dim
+        d = self.embed_dim = args.encoder_embed_dim
         self.max_units = max_units
         self.attention_type = args.attention
         self.input_proj = nn.Linear(unit_dim, d) if unit_dim != d else nn.Identity()
@@ -81,13 +94,40 @@ class DiscourseSynthesizerModel(ChecksOptions, BaseFairseqModel):
             SynthesizerEncoderLayer(cls(d, args.attention_heads, args.attention_head_dim, max_units,
                                         args.attention_dropout, **extra), d, args.encoder_ffn_embed_dim, args.dropout)
             for _ in range(args.encoder_layers))
-        self.final_norm = nn.LayerNorm(d)
+        # the layer-norm placement is kept in the checkpoint (buffer pre_ln), as DTreeAttention keeps its matrix
+        self.register_buffer("pre_ln", torch.tensor(False))
+        self.final_norm = nn.Identity()
+        self.set_normalize_before(bool(args.normalize_before))
         h = args.scorer_hidden_dim
         self.scorer = (nn.Sequential(nn.Linear(d, h), nn.ReLU(), nn.Linear(h, 1)) if h > 0 else nn.Linear(d, 1))
         self.dropout = nn.Dropout(args.dropout)
 
+    def set_normalize_before(self, pre_ln: bool):
+        """Pre-LN layers and a final LayerNorm before the scorer (True), or the authors' post-LN
+        layers and none (False)."""
+        for layer in self.layers:
+            layer.normalize_before = pre_ln
+        if pre_ln and isinstance(self.final_norm, nn.Identity):
+            like = self.layers[0].attn_norm.weight  # the model's device and dtype (a loaded model may be cast)
+            self.final_norm = nn.LayerNorm(self.embed_dim, device=like.device, dtype=like.dtype)
+        elif not pre_ln:
+            self.final_norm = nn.Identity()
+        self.pre_ln.fill_(pre_ln)
+
+    def load_state_dict(self, state_dict, strict=True, model_cfg=None, args=None):
+        """A checkpoint says its layer-norm placement (``pre_ln``); one from before
+        ``--normalize-before`` existed has no ``pre_ln`` and was trained pre-LN."""
+        pre_ln = state_dict.get("pre_ln")
+        if pre_ln is None:
+            state_dict = dict(state_dict, pre_ln=torch.tensor(True))
+        self.set_normalize_before(bool(state_dict["pre_ln"]))
+        return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)
+
     @staticmethod
     def add_args(parser):
+        parser.add_argument("--normalize-before", action="store_true", default=None,
+                            help="pre-LN layers and a final LayerNorm (BertSum's extractive transformer); "
+                                 "default: post-LN, as the authors' code")
         parser.add_argument("--attention", choices=sorted(ATTENTIONS),
                             help="self-attention of every layer: dot-product, Synthesizer dense/random, none, or a "
                                  "discourse-tree matrix")
@@ -165,6 +205,7 @@ def discourse_synthesizer_base(args):
     args.attention_heads = getattr(args, "attention_heads", None) or (8 if args.attention == "dot" else 1)
     args.attention_head_dim = getattr(args, "attention_head_dim", None) or 64
     args.dtree_matrix = getattr(args, "dtree_matrix", None) or "parent"
+    args.normalize_before = bool(getattr(args, "normalize_before", None) or False)
     args.encoder_embed_dim = getattr(args, "encoder_embed_dim", None) or 768
     args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", None) or 3072
     args.encoder_layers = getattr(args, "encoder_layers", None) or 2
