@@ -30,7 +30,7 @@ def build(tmp_path, attention, *extra, unit_dim=12, arch="discourse_synthesizer_
     (tmp_path / "meta.json").write_text(json.dumps({"unit_dim": unit_dim, "unit": "sentence", "encoder": "test"}))
     args = options.parse_args_and_arch(options.get_training_parser(), [
         str(tmp_path), "--task", "extractive_summarization", "--arch", arch, "--attention", attention,
-        "--criterion", "extractive_bce", "--max-units", str(max_units), *extra])
+        "--criterion", "extractive_bce", "--pos-weight", "1", "--max-units", str(max_units), *extra])
     task = tasks.setup_task(args)
     torch.manual_seed(0)
     return task.build_model(args), task, args
@@ -247,6 +247,35 @@ def test_post_ln_by_default_pre_ln_by_flag_and_old_checkpoints_stay_pre_ln(tmp_p
         pre2, _, _ = build(tmp_path, "dot", "--attention-heads", "2", "--normalize-before")
         pre2.double().load_state_dict(post_state)
         assert not pre2.layers[0].normalize_before and isinstance(pre2.final_norm, torch.nn.Identity)
+
+
+def test_pos_weight_auto_is_negatives_over_positives_of_the_training_units(tmp_path, caplog):
+    from fairseq_tpr.criterions.extractive_bce import ExtractiveBCECriterion, parse_pos_weight
+
+    _, task, _ = build(tmp_path, "dot")
+    with pytest.raises(InputError, match="train.labels.npy: no such file; --pos-weight auto"):
+        ExtractiveBCECriterion(task, "auto").resolved_pos_weight()
+    np.save(tmp_path / "train.labels.npy", np.array([0, 1, 0, 0, 0, 1, 0, 0, 0, 0], np.uint8))
+    assert task.label_counts("train") == (8, 2)
+    crit = ExtractiveBCECriterion(task, "auto")
+    with caplog.at_level("INFO"):
+        assert crit.resolved_pos_weight() == 4.0
+    assert "--pos-weight auto: 4 (8 negative / 2 positive training units)" in caplog.text
+    # the loss is BCE with that weight on the positive units
+    model, _, _ = build(tmp_path, "dot")
+    _, batch, _ = make_batch()
+    loss, n, _ = crit(model.eval(), batch)
+    logits = model(**batch["net_input"])[0].detach()
+    y, m = batch["target"], batch["net_input"]["unit_mask"]
+    want = -(4.0 * y * torch.nn.functional.logsigmoid(logits) + (1 - y) * torch.nn.functional.logsigmoid(-logits))
+    torch.testing.assert_close(loss.detach(), (want * m).sum(), rtol=1e-6, atol=1e-6)
+    assert ExtractiveBCECriterion(task, "2.5").resolved_pos_weight() == 2.5
+    for bad in ("0", "-1", "many", "nan"):
+        with pytest.raises(ConfigError, match="--pos-weight"):
+            parse_pos_weight(bad)
+    np.save(tmp_path / "train.labels.npy", np.zeros(5, np.uint8))
+    with pytest.raises(InputError, match="no positive unit"):
+        ExtractiveBCECriterion(task, "auto").resolved_pos_weight()
 
 
 def test_bad_model_flags(tmp_path):

@@ -64,8 +64,8 @@ _SUMM = ("text", ("--task", "translation", *LANGS, "--truncate-source", *_LS_ROL
                   "--report-accuracy"))
 _CAPTION = ("captions", ("--task", "image_captioning", "--criterion", "label_smoothed_cross_entropy",
                          "--label-smoothing", "0.1"))
-_EXTRACT = ("extractive", ("--task", "extractive_summarization", "--max-units", "256", "--criterion", "extractive_bce",
-                           "--pos-weight", "2"))
+_EXTRACT = ("extractive", ("--task", "extractive_summarization", "--max-units", "512", "--criterion", "extractive_bce",
+                           "--pos-weight", "auto"))
 CONFIGS = {
     "tp_transformer_math": _MATH, "transformer_tp_math": _MATH,
     "tp_transformer_wmt_en_de": _WMT, "transformer_tp_wmt_en_de": _WMT,

@@ -24,8 +24,8 @@ from ..errors import InputError
 @dataclass
 class ExtractiveSummarizationConfig(FairseqDataclass):
     data: str = field(default="", metadata={"help": "extractive data directory (preprocess/extractive.py)"})
-    max_units: int = field(default=128, metadata={"help": "most units in a document; sizes the random and dense "
-                                                          "attentions (their l)"})
+    max_units: int = field(default=512, metadata={"help": "most units in a document; sizes the random and dense "
+                                                          "attentions (their l; 512 as the authors' code)"})
 
 
 @register_task("extractive_summarization", dataclass=ExtractiveSummarizationConfig)
@@ -47,6 +47,19 @@ class ExtractiveSummarizationTask(FairseqTask):
             raise InputError(f"{self.cfg.data}/{split}.units.npy has {arrays['units'].shape[1]}-d embeddings but "
                              f"meta.json says {self.unit_dim}: encode every split with the same encoder")
         self.datasets[split] = ExtractiveDataset(arrays, shuffle=split.startswith("train"))
+
+    def label_counts(self, split="train"):
+        """``(negative, positive)`` oracle labels over the units of ``split`` (``SPLIT.labels.npy``)."""
+        import numpy as np
+
+        path = f"{self.cfg.data}/{split}.labels.npy"
+        try:
+            labels = np.load(path, mmap_mode="r")
+        except FileNotFoundError:
+            raise InputError(f"{path}: no such file; --pos-weight auto counts the {split} labels: preprocess that "
+                             "split (preprocess/extractive.py) or pass a number, e.g. --pos-weight 2") from None
+        positives = int(np.count_nonzero(labels))
+        return int(labels.shape[0]) - positives, positives
 
     def max_positions(self):
         return self.cfg.max_units

