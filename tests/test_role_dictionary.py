@@ -87,13 +87,10 @@ def test_role_softmax_on_either_layout_is_the_row_softmax(num_roles):
     torch.testing.assert_close(grad, ref_grad, atol=1e-12, rtol=1e-12)
 
 
-@pytest.mark.parametrize("num_roles", [5, 20])
-def test_binding_matches_plain_loop_in_float64_with_gradients(num_roles):
-    """Both softmax layouts (N_r < 16 and >= 16): outputs equal the loop of Eq. 4-6 to 1e-12, and the
-    gradients equal those of the loop."""
-    torch.manual_seed(2)
-    bind = DiscreteRoleBinding(embed_dim=12, num_heads=3, num_roles=num_roles, role_dim=4).double()
-    F = torch.randn(4, 2, 12, dtype=torch.float64, requires_grad=True)
+def assert_binding_equals_loop(bind, F):
+    """``bind(F)``: outputs, role distributions and the gradients (filler, roles, scorer weight) of
+    a random upstream gradient equal those of :func:`loop_role_binding` to 1e-12; returns
+    ``(out, dists)``."""
     out, dists = bind(F)
     ref_out, ref_dists = loop_role_binding(bind, F)
     torch.testing.assert_close(out, ref_out, atol=1e-12, rtol=1e-12)
@@ -103,6 +100,17 @@ def test_binding_matches_plain_loop_in_float64_with_gradients(num_roles):
     ref = torch.autograd.grad(ref_out, [F, bind.roles, bind.role_scorer.weight], g)
     for a, b in zip(got, ref):
         torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-12)
+    return out, dists
+
+
+@pytest.mark.parametrize("num_roles", [5, 20])
+def test_binding_matches_plain_loop_in_float64_with_gradients(num_roles):
+    """Both softmax layouts (N_r < 16 and >= 16): outputs equal the loop of Eq. 4-6 to 1e-12, and the
+    gradients equal those of the loop."""
+    torch.manual_seed(2)
+    bind = DiscreteRoleBinding(embed_dim=12, num_heads=3, num_roles=num_roles, role_dim=4).double()
+    F = torch.randn(4, 2, 12, dtype=torch.float64, requires_grad=True)
+    assert_binding_equals_loop(bind, F)
 
 
 def test_incremental_state_keeps_the_normalised_roles_of_its_own_run():
@@ -134,15 +142,7 @@ def test_binding_on_a_batch_first_filler_matches_the_loop_in_float64_with_gradie
         bind = DiscreteRoleBinding(embed_dim=12, num_heads=3, num_roles=num_roles, role_dim=4).double()
         F = torch.randn(2, 4, 12, dtype=torch.float64).transpose(0, 1).requires_grad_()  # T 4 x B 2, B-major
         assert not F.is_contiguous()
-        out, dists = bind(F)
-        ref_out, ref_dists = loop_role_binding(bind, F)
-        torch.testing.assert_close(out, ref_out, atol=1e-12, rtol=1e-12)
-        torch.testing.assert_close(dists, ref_dists, atol=1e-12, rtol=1e-12)
-        g = torch.randn_like(ref_out)
-        got = torch.autograd.grad(out, [F, bind.roles, bind.role_scorer.weight], g)
-        ref = torch.autograd.grad(ref_out, [F, bind.roles, bind.role_scorer.weight], g)
-        for a, b in zip(got, ref):
-            torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-12)
+        out, dists = assert_binding_equals_loop(bind, F)
         # the same filler made contiguous: the same values
         out_c, dists_c = bind(F.detach().contiguous())
         torch.testing.assert_close(out_c, out.detach(), atol=1e-12, rtol=1e-12)

@@ -52,6 +52,19 @@ BULLET = re.compile(r"^([*\-+o•·‣◦])\s+(\S.*)$")
 # fetching
 
 
+def add_apt_args(g, *, arch_help="architecture (default amd64)", refresh_lists=True):
+    """The archive flags every Debian-fetching corpus takes (``--mirror``, ``--suite``,
+    ``--components``, ``--arch``, ``--keyring``, and ``--refresh-lists`` unless told not to), on
+    the argument group ``g``."""
+    g.add_argument("--mirror", default=DEFAULT_MIRROR, help=f"archive URL (default {DEFAULT_MIRROR})")
+    g.add_argument("--suite", default="bookworm", help="suite (default bookworm)")
+    g.add_argument("--components", default="main", help="comma-separated components (default main)")
+    g.add_argument("--arch", default="amd64", help=arch_help)
+    g.add_argument("--keyring", default=DEFAULT_KEYRING, help=f"signed-by keyring (default {DEFAULT_KEYRING})")
+    if refresh_lists:
+        g.add_argument("--refresh-lists", action="store_true", help="apt-get update again although OUT/apt has lists")
+
+
 def apt_update(apt_dir, mirror, suite, components, languages, arch, keyring):
     """``apt-get update`` into ``apt_dir`` with a private configuration; returns the lists dir."""
     apt_get = shutil.which("apt-get")
@@ -459,11 +472,7 @@ def main(argv=None):
     g = parser.add_argument_group("Debian lists")
     g.add_argument("--lists-dir", type=Path,
                    help="read these Packages / Translation-* files instead of fetching with apt-get update")
-    g.add_argument("--mirror", default=DEFAULT_MIRROR, help=f"archive URL (default {DEFAULT_MIRROR})")
-    g.add_argument("--suite", default="bookworm", help="suite (default bookworm)")
-    g.add_argument("--components", default="main", help="comma-separated components (default main)")
-    g.add_argument("--arch", default="amd64", help="architecture of the Packages file (default amd64)")
-    g.add_argument("--keyring", default=DEFAULT_KEYRING, help=f"signed-by keyring (default {DEFAULT_KEYRING})")
+    add_apt_args(g, arch_help="architecture of the Packages file (default amd64)", refresh_lists=False)
     g.add_argument("--languages", default="en,de", help="Translation files to fetch/read (default en,de; en is required)")
     g = parser.add_argument_group("corpus")
     g.add_argument("--valid-percent", type=float, default=4.0, help="share of groups in valid (default 4)")

@@ -64,7 +64,7 @@ from collections import Counter
 from pathlib import Path
 
 from ..errors import ConfigError, DependencyError, InputError
-from .debian import DEFAULT_KEYRING, DEFAULT_MIRROR, apt_update
+from .debian import add_apt_args, apt_update
 from .debian_extractive import SENT
 from .rawio import SPLITS, normalise
 
@@ -470,12 +470,7 @@ def main(argv=None):
                         "instead of fetching")
     g.add_argument("--packages", help=f"comma-separated binary packages to fetch (default: the "
                                       f"{len(DEFAULT_PACKAGES)} of DEFAULT_PACKAGES)")
-    g.add_argument("--mirror", default=DEFAULT_MIRROR, help=f"archive URL (default {DEFAULT_MIRROR})")
-    g.add_argument("--suite", default="bookworm", help="suite (default bookworm)")
-    g.add_argument("--components", default="main", help="comma-separated components (default main)")
-    g.add_argument("--arch", default="amd64", help="architecture (default amd64)")
-    g.add_argument("--keyring", default=DEFAULT_KEYRING, help=f"signed-by keyring (default {DEFAULT_KEYRING})")
-    g.add_argument("--refresh-lists", action="store_true", help="apt-get update again although OUT/apt has lists")
+    add_apt_args(g)
     g = parser.add_argument_group("corpus")
     g.add_argument("--min-sentences", type=int, default=5, help="drop pages whose DESCRIPTION has fewer (default 5)")
     g.add_argument("--max-sentences", type=int, default=40, help="cut the DESCRIPTION after this many (default 40)")

@@ -73,7 +73,7 @@ import numpy as np
 from ..data.captioning import open_features
 from ..errors import ConfigError, DependencyError, InputError
 from . import captions, image_features
-from .debian import DEFAULT_KEYRING, DEFAULT_MIRROR, apt_download, apt_update, deb_extract, deb_fields
+from .debian import add_apt_args, apt_download, apt_update, deb_extract, deb_fields
 from .rawio import SPLITS, read_lines
 
 PACKAGE = "tuxpaint-stamps-default"
@@ -344,12 +344,7 @@ def main(argv=None):
     g = parser.add_argument_group("stamps")
     g.add_argument("--stamps-dir", type=Path, help="read the stamps from here (CATEGORY/.../NAME.txt + NAME.png) "
                                                    "instead of fetching the Debian package")
-    g.add_argument("--mirror", default=DEFAULT_MIRROR, help=f"archive URL (default {DEFAULT_MIRROR})")
-    g.add_argument("--suite", default="bookworm", help="suite (default bookworm)")
-    g.add_argument("--components", default="main", help="comma-separated components (default main)")
-    g.add_argument("--arch", default="amd64", help="architecture (default amd64)")
-    g.add_argument("--keyring", default=DEFAULT_KEYRING, help=f"signed-by keyring (default {DEFAULT_KEYRING})")
-    g.add_argument("--refresh-lists", action="store_true", help="apt-get update again although OUT/apt has lists")
+    add_apt_args(g)
     g = parser.add_argument_group("corpus")
     g.add_argument("--valid-percent", type=float, default=10.0, help="share of images in valid (default 10)")
     g.add_argument("--test-percent", type=float, default=10.0, help="share of images in test (default 10)")
