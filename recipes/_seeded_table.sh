@@ -1,23 +1,33 @@
 # Sourced by the seeded table recipes (math/table1.sh, summarization/debian_cpu.sh,
-# translation/debian_en_de_cpu.sh, sttr/debian_table.sh). seeded_table RUN TITLE "MODELS" "SEEDS":
-# one row per model over the seed runs RUN/<model>-s<seed> that exist, written to RUN/results.md
-# (every run's figures to RUN/runs.json) by fairseq_tpr.cli.results_table, and the validation curve
-# of every run that trained (RUN/<model>-s<seed>/checkpoints/train.log) to RUN/curves.png.
+# translation/debian_en_de_cpu.sh, sttr/debian_table.sh).
+#
+# seeded_table RUN TITLE "MODELS" "SEEDS": one row per model over its seed runs RUN/<model>-s<seed>,
+# written to RUN/results.md by fairseq_tpr.cli.results_table, with every run's figures and validation
+# curve in RUN/runs.json and the validation curves in RUN/curves.png.
+#
+# RECORDS=FILE (a runs.json of the same table, as committed under docs/img/): a table assembled over
+# several machines or sessions. A run that FILE holds counts as done (run_done) and its row takes
+# FILE's figures and curve unless the run is on this machine; so `RECORDS=docs/img/X_runs.json
+# recipe RUN` trains only the runs the records lack and rebuilds the whole table.
+_recorded=""
+[[ -n "${RECORDS:-}" ]] && _recorded=$(python -m fairseq_tpr.cli.results_table --records "$RECORDS" --list-records)
+
+# run_done RUN/NAME: true when the run finished here (RUN/NAME/done) or RECORDS holds a run NAME
+run_done() {
+    [[ -f "$1/done" ]] || grep -qxF "$(basename "$1")" <<< "$_recorded"
+}
+
 seeded_table() {
     local run=$1 title=$2 models=$3 seeds=$4 model seed dirs
-    local rows=() logs=() labels=()
+    local rows=()
     for model in $models; do
         dirs=""
         for seed in $seeds; do
-            [[ -d "$run/$model-s$seed" ]] || continue
+            [[ -d "$run/$model-s$seed" ]] || grep -qxF "$model-s$seed" <<< "$_recorded" || continue
             dirs+="${dirs:+,}$run/$model-s$seed"
-            [[ -f "$run/$model-s$seed/checkpoints/train.log" ]] || continue  # a decode-only row
-            logs+=("$run/$model-s$seed/checkpoints/train.log") labels+=("$model seed $seed")
         done
         [[ -n "$dirs" ]] && rows+=("$model=$dirs")
     done
-    python -m fairseq_tpr.cli.results_table --title "$title" --json "$run/runs.json" "${rows[@]}" \
-        | tee "$run/results.md"
-    python -m fairseq_tpr.cli.learning_curve "${logs[@]}" --labels "${labels[@]}" \
-        --title "$title: validation" --out "$run/curves.png"
+    python -m fairseq_tpr.cli.results_table --title "$title" --json "$run/runs.json" --curves "$run/curves.png" \
+        ${RECORDS:+--records "$RECORDS"} "${rows[@]}" | tee "$run/results.md"
 }

@@ -1,9 +1,16 @@
 """results_table reads what the recipes write: fairseq-train logs, fairseq-tpr-score JSON, BLEU lines."""
 import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 from fairseq_tpr.analysis import results_table
 from fairseq_tpr.cli import score
 from fairseq_tpr.cli.results_table import main as results_table_main
+
+ROOT = Path(__file__).resolve().parents[1]
 
 LOG = """2026-11-22 05:00:00 | INFO | fairseq_cli.train | num. shared model params: 2,658,880 (num. trained: 2,658,880)
 2026-11-22 05:10:00 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 9.1 | nll_loss 8.9 | role_onehot 0.25 | ppl 477 | num_updates 500
@@ -86,3 +93,50 @@ def test_captioning_rows_read_caption_scores_and_the_best_valid_loss(tmp_path):
     assert row == ("| atpl | 2 | 2,658,880 | 1,000 | 7.625 ± 0.000 | 0.500 ± 0.000 | 7.625 ± 0.000 | 0.500 ± 0.000 | "
                    "0.000 ± 0.000 | 0.250 ± 0.000 | 0.500 ± 0.000 | 0.300 ± 0.141 |")
     assert results_table.read_run(tmp_path / "atpl-s1")["caption/CIDEr"] == 0.2
+
+
+def test_records_stand_in_for_runs_that_are_not_here(tmp_path, capsys):
+    """A table assembled over sessions: the --json of one machine, read back with --records, gives the
+    same rows and curves for runs that are gone; a run that is here wins over its record."""
+    for seed, (acc, loss) in enumerate([(40.0, 1.0), (50.0, 2.0), (60.0, 3.0)], 1):
+        _math_run(tmp_path / f"tp-s{seed}", acc, loss)
+    rows = ["tp=" + ",".join(str(tmp_path / f"tp-s{k}") for k in (1, 2, 3))]
+    first, again = tmp_path / "first.json", tmp_path / "again.json"
+    assert results_table_main(rows + ["--json", str(first)]) == 0
+    table_here = capsys.readouterr().out
+    record = json.loads(first.read_text())["tp"][str(tmp_path / "tp-s2")]
+    assert [r["num_updates"] for r in record["valid_curve"]] == [500.0, 1000.0] and record["valid_curve"][1]["loss"] == 2.0
+
+    for seed in (1, 2):  # two of the three runs are gone; the third is here, with a changed figure
+        shutil.rmtree(tmp_path / f"tp-s{seed}")
+    _math_run(tmp_path / "tp-s3-new", 90.0, 3.0)
+    shutil.rmtree(tmp_path / "tp-s3")
+    (tmp_path / "tp-s3-new").rename(tmp_path / "tp-s3")
+    png = tmp_path / "curves.png"
+    assert results_table_main(rows + ["--records", str(first), "--json", str(again), "--curves", str(png)]) == 0
+    table_records = capsys.readouterr().out
+    assert table_records.splitlines()[:4] == table_here.splitlines()[:4]
+    assert table_records.splitlines()[4].endswith("| 60.00 ± 26.46 | 60.00 ± 26.46 |")  # 40, 50 recorded; 90 here
+    assert png.stat().st_size > 0
+    assert json.loads(again.read_text())["tp"][str(tmp_path / "tp-s1")] == json.loads(first.read_text())["tp"][
+        str(tmp_path / "tp-s1")]
+
+    assert results_table_main(["--records", str(first), "--list-records"]) == 0
+    assert capsys.readouterr().out.split() == ["tp-s1", "tp-s2", "tp-s3"]
+    assert results_table_main([f"tp={tmp_path / 'tp-s4'}", "--records", str(first)]) == 1
+    assert "tp-s4 of row 'tp' is not a directory here nor in the run records" in capsys.readouterr().err
+
+
+def test_seeded_recipes_skip_recorded_runs(tmp_path):
+    """recipes/_seeded_table.sh: run_done is true for a run with RUN/NAME/done or one the RECORDS file holds."""
+    _math_run(tmp_path / "tf-s1", 30.0, 4.0)
+    records = tmp_path / "records.json"
+    assert results_table_main([f"tf={tmp_path / 'tf-s1'}", "--json", str(records)]) == 0
+    run = tmp_path / "run"  # this machine's run directory: tf-s1 is not here, local-s1 finished here
+    (run / "local-s1").mkdir(parents=True)
+    (run / "local-s1" / "done").touch()
+    script = (f'source {ROOT / "recipes" / "_seeded_table.sh"}; for n in tf-s1 tf-s2 local-s1; do '
+              f'run_done {run}/$n && echo "$n done" || echo "$n todo"; done')
+    env = dict(os.environ, RECORDS=str(records), PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    out = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["tf-s1 done", "tf-s2 todo", "local-s1 done"]

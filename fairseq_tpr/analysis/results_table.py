@@ -7,16 +7,25 @@ parameter count, last validation loss, updates, ``role_onehot``, read with
 ``RUN/eval/scores.json`` (``fairseq-tpr-score --json``: ROUGE by each scorer, METEOR),
 ``RUN/eval/caption_scores.json`` (``fairseq-tpr-caption-score --json``: BLEU, METEOR, ROUGE-L, CIDEr)
 or ``RUN/generate-test.sacrebleu.txt`` (the translation recipe: sacreBLEU). A missing piece is "-".
+
+Run records (a table assembled over several machines or sessions): :func:`runs_json` writes every
+run's figures and its validation curve (``"valid_curve"``: the rows of :func:`parse_valid_lines`)
+to the small JSON committed next to a table; :func:`load_records` reads such a file back, and
+:func:`gather` takes a run that is not on this machine from it, by the run directory's name
+(``transformer-s2``). A run on this machine always wins over its record.
 """
 import json
 import re
 from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from .learning_curve import parse_valid_lines
 
 _PARAMS = re.compile(r"num\. (?:shared )?model params: ([\d,]+)")
 _SACREBLEU = re.compile(r"BLEU[^=]*= ([\d.]+)")
 CAPTION_METRICS = ("BLEU-1", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr")
+CURVE = "valid_curve"  # a record's validation rows (not a table cell)
+_SEED = re.compile(r"-s(\d+)$")
 
 
 def read_train_log(path: Path):
@@ -133,17 +142,15 @@ def _cell(figures, key, digits=2):
     return f"{_fmt(float(mean), digits)} ± {_fmt(sd, digits)}"
 
 
-def table(title, runs):
-    """The Markdown table of ``runs``: ``[(name, run_dir or [run dirs of several seeds])]``.
+def table(title, runs, records=None):
+    """The Markdown table of ``runs``: ``[(name, run_dir or [run dirs of several seeds])]`` (a run
+    directory not on this machine is taken from ``records``, see :func:`gather`).
 
     A row of several runs shows ``mean ± sd`` (sample standard deviation over the runs) per cell and
     its seed count; the columns follow what the runs hold: ROUGE (summarization), caption metrics
     with the best validation loss (captioning), sacreBLEU (translation) or exact-match accuracy per
     module and split (mathematics)."""
-    rows = []
-    for name, dirs in runs:
-        dirs = [dirs] if isinstance(dirs, (str, Path)) else list(dirs)
-        rows.append((name, [read_run(Path(d)) for d in dirs]))
+    rows = [(name, list(records_of.values())) for name, records_of in gather(runs, records)]
     every = [f for _, figures in rows for f in figures]
     seeds = any(len(figures) > 1 for _, figures in rows)
     head = ["model"] + (["runs"] if seeds else []) + ["params", "updates", "valid loss", "role one-hot"]
@@ -178,11 +185,76 @@ def table(title, runs):
     return "\n".join(lines)
 
 
-def runs_json(runs):
-    """Every run's figures (for the committed per-run JSON of docs/results.md):
-    ``{name: {run_dir: figures}}``."""
-    out = {}
+def run_record(run: Path) -> dict:
+    """:func:`read_run`'s figures of one run directory plus its validation curve under ``"valid_curve"``
+    (the rows of its ``checkpoints/train.log``; absent for a decode-only run without a log)."""
+    record = read_run(run)
+    log = run / "checkpoints" / "train.log"
+    if log.exists() and (rows := parse_valid_lines(log.read_text(errors="replace"))):
+        record[CURVE] = rows
+    return record
+
+
+class MissingRun(ValueError):
+    """A run directory that is neither on this machine nor in the records."""
+
+
+def load_records(path: Path) -> Dict[str, dict]:
+    """``{run name: record}`` from a JSON written by :func:`runs_json` (``--json`` of the CLI), the run
+    name being the last component of the run directory it was written from (``transformer-s2``).
+    Files written before records held curves read as records without ``"valid_curve"``."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise MissingRun(f"cannot read the run records {path}: {e}") from e
+    out: Dict[str, dict] = {}
+    for name, runs in data.items():
+        for run_dir, record in runs.items():
+            key = Path(run_dir).name
+            if key in out:
+                raise MissingRun(f"{path}: two runs named {key!r}: the records of one table must have distinct run names")
+            out[key] = record
+    return out
+
+
+RunDirs = Union[str, Path, Sequence[Union[str, Path]]]
+
+
+def gather(runs: Sequence[Tuple[str, RunDirs]], records: Optional[Dict[str, dict]] = None
+           ) -> List[Tuple[str, Dict[str, dict]]]:
+    """``[(name, {run_dir: record})]``: each run directory read here (:func:`run_record`) when it
+    exists, else its record of the same run name from ``records`` (:func:`load_records`); one that
+    is in neither raises :class:`MissingRun`."""
+    out = []
     for name, dirs in runs:
         dirs = [dirs] if isinstance(dirs, (str, Path)) else list(dirs)
-        out[name] = {str(d): read_run(Path(d)) for d in dirs}
+        got = {}
+        for d in map(Path, dirs):
+            if d.is_dir():
+                got[str(d)] = run_record(d)
+            elif records is not None and d.name in records:
+                got[str(d)] = records[d.name]
+            else:
+                where = " nor in the run records" if records is not None else ""
+                raise MissingRun(f"run {d} of row {name!r} is not a directory here{where}")
+        out.append((name, got))
     return out
+
+
+def curves(gathered: List[Tuple[str, Dict[str, dict]]]) -> Dict[str, List[Dict[str, float]]]:
+    """``{label: validation rows}`` of every gathered run that has a curve, for
+    :func:`~fairseq_tpr.analysis.learning_curve.plot_curves`: ``NAME seed N`` for a run directory
+    named ``...-sN`` (one colour per row, a line style per seed), else ``NAME RUN``."""
+    out = {}
+    for name, records_of in gathered:
+        for run_dir, record in records_of.items():
+            if record.get(CURVE):
+                seed = _SEED.search(Path(run_dir).name)
+                out[f"{name} seed {seed.group(1)}" if seed else f"{name} {Path(run_dir).name}"] = record[CURVE]
+    return out
+
+
+def runs_json(runs, records=None):
+    """Every run's record (for the committed per-run JSON of docs/results.md, and the records a later
+    table reads back): ``{name: {run_dir: figures and "valid_curve"}}``."""
+    return {name: records_of for name, records_of in gather(runs, records)}

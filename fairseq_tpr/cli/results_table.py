@@ -11,9 +11,18 @@ Each ``NAME=RUN[,RUN...]`` is one row; several run directories (seeds) give ``me
 ``role_onehot``), and either ``RUN/eval/scores.json`` (``fairseq-tpr-score --json``: ROUGE by each
 scorer, METEOR), ``RUN/generate-test.sacrebleu.txt`` (the translation recipe: sacreBLEU) or
 ``RUN/eval/math_eval.json`` (``fairseq-tpr-math-eval``: exact match per module and split). A missing
-piece is shown as "-". ``--json OUT`` writes every run's figures. Training time is left out on
-purpose: on a shared machine it measures the load, not the model (speed ratios are in
-docs/benchmarks.md).
+piece is shown as "-". ``--json OUT`` writes every run's figures and validation curve; ``--curves
+PNG`` draws the validation curves of every run (``NAME seed N`` for a run directory ``...-sN``: one
+colour per row, a line style per seed). Training time is left out on purpose: on a shared machine
+it measures the load, not the model (speed ratios are in docs/benchmarks.md).
+
+A table assembled over several machines or sessions: ``--records FILE`` (a ``--json`` output, the
+per-run JSON committed under docs/img/) supplies every run directory that is not on this machine,
+by its name (``transformer-s2``); a run here wins over its record. ``--list-records`` prints the run
+names FILE holds, one per line (the seeded recipes skip those runs)::
+
+    python -m fairseq_tpr.cli.results_table --records docs/img/math_table_runs.json \
+        --json runs.json --curves curves.png transformer=RUN/transformer-s1,RUN/transformer-s2 ...
 """
 import argparse
 import json
@@ -25,25 +34,52 @@ from fairseq_tpr import register
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+", metavar="NAME=RUN_DIR[,RUN_DIR...]")
+    parser.add_argument("runs", nargs="*", metavar="NAME=RUN_DIR[,RUN_DIR...]")
     parser.add_argument("--title", default="results")
-    parser.add_argument("--json", metavar="OUT", help="also write every run's figures to OUT")
+    parser.add_argument("--json", metavar="OUT", help="also write every run's figures and validation curve to OUT")
+    parser.add_argument("--curves", metavar="PNG", type=Path, help="also draw every run's validation curve to PNG")
+    parser.add_argument("--records", metavar="FILE", type=Path,
+                        help="a --json output: runs not on this machine are read from it, by run directory name")
+    parser.add_argument("--list-records", action="store_true",
+                        help="print the run names --records holds, one per line, and stop")
     args = parser.parse_args(argv)
+    if args.list_records and not args.records:
+        parser.error("--list-records needs --records FILE")
+    if not args.runs and not args.list_records:
+        parser.error("give at least one NAME=RUN_DIR[,RUN_DIR...]")
     runs = []
     for item in args.runs:
         name, sep, paths = item.partition("=")
         dirs = [Path(p) for p in paths.split(",") if p]
-        if not sep or not dirs or not all(d.is_dir() for d in dirs):
-            print(f"error: '{item}' is not NAME=RUN_DIR[,RUN_DIR...] with existing directories", file=sys.stderr)
+        if not sep or not dirs or (not args.records and not all(d.is_dir() for d in dirs)):
+            print(f"error: '{item}' is not NAME=RUN_DIR[,RUN_DIR...] with existing directories "
+                  "(or run names in --records FILE)", file=sys.stderr)
             return 1
         runs.append((name, dirs))
     register()  # torch, fairseq and the plugin (the analysis package imports them), after the arguments are checked
-    from fairseq_tpr.analysis.results_table import runs_json, table
+    from fairseq_tpr.analysis.learning_curve import plot_curves
+    from fairseq_tpr.analysis.results_table import MissingRun, curves, gather, load_records, runs_json, table
 
-    print(table(args.title, runs))
+    try:
+        records = load_records(args.records) if args.records else None
+        if args.list_records:
+            print("\n".join(sorted(records)))
+            return 0
+        gathered = gather(runs, records)
+    except MissingRun as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(table(args.title, runs, records))
     if args.json:
-        Path(args.json).write_text(json.dumps(runs_json(runs), indent=1) + "\n")
+        Path(args.json).write_text(json.dumps(runs_json(runs, records), indent=1) + "\n")
         print(f"wrote {args.json}", file=sys.stderr)
+    if args.curves:
+        drawn = curves(gathered)
+        if drawn:
+            plot_curves(drawn, args.curves, f"{args.title}: validation")
+            print(f"wrote {args.curves} ({len(drawn)} runs)", file=sys.stderr)
+        else:
+            print(f"no run has a validation curve: {args.curves} not written", file=sys.stderr)
     return 0
 
 

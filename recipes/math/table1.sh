@@ -20,6 +20,7 @@ set -euo pipefail
 if [[ $# -lt 1 ]]; then sed -n '2,19p' "$0" >&2; exit 2; fi
 run=$1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$ROOT/recipes/_seeded_table.sh"  # run_done, seeded_table (RECORDS)
 MODULES=${MODULES:-numbers__place_value,comparison__pair,numbers__round_number,arithmetic__add_or_sub,polynomials__evaluate}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 data="$run/data/data-bin"
@@ -32,7 +33,7 @@ for model in transformer tp_transformer; do
         name="$model-s$seed"
         [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] && continue
         dir="$run/$name"
-        [[ -f "$dir/done" ]] && { echo "== $name: done already"; continue; }
+        run_done "$dir" && { echo "== $name: done already"; continue; }
         echo "== $name: training"
         extra=()
         [[ "$model" == transformer ]] && extra=(--encoder-ffn-embed-dim 640 --decoder-ffn-embed-dim 640)
@@ -45,5 +46,4 @@ for model in transformer tp_transformer; do
     done
 done
 echo "== table"
-source "$ROOT/recipes/_seeded_table.sh"
 seeded_table "$run" "Mathematics Dataset, 5 modules, CPU (exact match, beam ${BEAM:-4})" "transformer tp_transformer" "1 2 3"

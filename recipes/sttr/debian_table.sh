@@ -29,6 +29,7 @@ set -euo pipefail
 if [[ $# -lt 1 ]]; then sed -n '2,27p' "$0" >&2; exit 2; fi
 run=$1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$ROOT/recipes/_seeded_table.sh"  # run_done, seeded_table (RECORDS)
 debian=${DEBIAN_DATA:-$ROOT/runs/debian}
 [[ -f "$debian/summarization/data-bin/dict.source.txt" ]] || bash "$ROOT/preprocess/debian.sh" "$debian"
 src="$(cd "$debian/summarization" && pwd)"
@@ -86,7 +87,7 @@ for spec in "${runs[@]}"; do
     data=${data:-data}
     [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] && continue
     dir="$run/$name"
-    [[ -f "$dir/done" ]] && { echo "== $name: done already"; continue; }
+    run_done "$dir" && { echo "== $name: done already"; continue; }
     if [[ -n "${FROM:-}" && ! -f "$dir/checkpoints/checkpoint_last.pt" ]]; then
         [[ -f "$FROM/$name/checkpoints/checkpoint_last.pt" ]] || { echo "error: $FROM/$name has no checkpoint_last.pt" >&2; exit 2; }
         mkdir -p "$dir/checkpoints"
@@ -108,7 +109,6 @@ for spec in "${runs[@]}"; do
     touch "$dir/done"
 done
 echo "== table"
-source "$ROOT/recipes/_seeded_table.sh"
 seeded_table "$run" "STTR on the Debian synopsis corpus (test, ROUGE F1)" \
     "transformer connection attention sttr-l0.1 sttr-l1 sttr-l1-random sttr-l10 attention-xg sttr-l1-xg sttr-l1-random-xg" \
     "1 2 3"

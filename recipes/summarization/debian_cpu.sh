@@ -22,6 +22,7 @@ set -euo pipefail
 if [[ $# -lt 1 ]]; then sed -n '2,21p' "$0" >&2; exit 2; fi
 run=$1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$ROOT/recipes/_seeded_table.sh"  # run_done, seeded_table (RECORDS)
 data=${DEBIAN_DATA:-$run/data}
 if [[ ! -f "$data/summarization/data-bin/dict.source.txt" ]]; then
     bash "$ROOT/preprocess/debian.sh" "$data"
@@ -35,7 +36,7 @@ for model in $models; do
     for seed in $seeds; do
         name="$model-s$seed" dir="$run/$model-s$seed"
         [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] && continue
-        [[ -f "$dir/done" ]] && { echo "== $name: done already"; continue; }
+        run_done "$dir" && { echo "== $name: done already"; continue; }
         echo "== $name: training $MAX_UPDATE updates"
         SEED=$seed bash "$ROOT/recipes/summarization/train.sh" "$model" "$data/summarization/data-bin" \
             "$dir/checkpoints" --max-source-positions 256
@@ -45,5 +46,4 @@ for model in $models; do
         touch "$dir/done"
     done
 done
-source "$ROOT/recipes/_seeded_table.sh"
 seeded_table "$run" "Debian synopsis generation (test)" "$models" "$seeds"

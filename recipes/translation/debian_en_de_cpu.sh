@@ -18,6 +18,7 @@ set -euo pipefail
 if [[ $# -lt 1 ]]; then sed -n '2,16p' "$0" >&2; exit 2; fi
 run=$1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$ROOT/recipes/_seeded_table.sh"  # run_done, seeded_table (RECORDS)
 data=${DEBIAN_DATA:-$run/data}
 [[ -f "$data/en-de/data-bin/dict.en.txt" ]] || bash "$ROOT/preprocess/debian.sh" "$data"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
@@ -29,11 +30,10 @@ for model in $models; do
     for seed in $seeds; do
         name="$model-s$seed" dir="$run/$model-s$seed"
         [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] && continue
-        [[ -f "$dir/done" ]] && { echo "== $name: done already"; continue; }
+        run_done "$dir" && { echo "== $name: done already"; continue; }
         echo "== $name: training $MAX_UPDATE updates"
         SEED=$seed bash "$ROOT/recipes/translation/wmt14_en_de.sh" "$model" "$data/en-de" "$dir" --dropout 0.1
         touch "$dir/done"
     done
 done
-source "$ROOT/recipes/_seeded_table.sh"
 seeded_table "$run" "Debian en-de (DDTP, test)" "$models" "$seeds"
