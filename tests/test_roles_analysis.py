@@ -1,6 +1,7 @@
 """Role analysis (fairseq_tpr.analysis, fairseq-tpr-roles): captured roles/fillers/TPRs equal the
 values inside the model, dumps keep example order and padding-free tokens, statistics on hand-made
 distributions, k-means recovers planted clusters, plots are written, bad input gets clear messages."""
+import json
 import math
 import os
 import re
@@ -313,6 +314,32 @@ def test_purity_by_hand_and_token_labels_aligned_to_the_dump(tmp_path):
     f.write_text("A A\n" * 6)
     with pytest.raises(InputError, match="line 1: 2 labels, but example 0 has 8 source tokens"):
         read_token_labels(str(f), dump, "encoder")
+
+
+def test_purity_table_over_heads_equals_kmeans_and_purity_by_hand(tmp_path, capsys):
+    """fairseq-tpr-roles purity: per head, the purity of purity(kmeans_roles(...)); with the planted
+    clusters as labels every head's role clusters are pure; the baselines by hand."""
+    from fairseq_tpr.analysis.roles import print_purity
+
+    dump, truth = _planted_dump()
+    path = tmp_path / "planted.npz"
+    dump.save(str(path))
+    lab = tmp_path / "lab.txt"  # the planted cluster of each token but the last (the dump's </s>)
+    lab.write_text("".join(" ".join("ABC"[c] for c in t[:-1]) + "\n" for t in truth))
+    out = tmp_path / "p.json"
+    rows = print_purity(str(path), str(lab), layer="0", components=["role"], k=3, json_path=str(out))
+    assert [(r["head"], r["purity"]) for r in rows] == [(0, 1.0), (1, 1.0)]
+    report = json.loads(out.read_text())
+    flat = [c for t in truth for c in t[:-1]]
+    assert report["tokens"] == len(flat) == 48
+    assert report["majority"] == pytest.approx(max(flat.count(c) for c in range(3)) / len(flat))
+    assert report["symbols"] == 1.0  # the planted dump's symbol is its cluster
+    assert "| role | 1 | 100.0 |" in capsys.readouterr().out
+    lab.write_text("".join(" ".join("A" if i < 4 else "B" for i in range(8)) + "\n" for _ in truth))
+    rows = print_purity(str(path), str(lab), layer="0", components=["role"], heads=[1], k=2, seed=3)
+    res = kmeans_roles(dump, "encoder.0.self", head=1, k=2, seed=3)
+    labels = read_token_labels(str(lab), dump, "encoder")
+    assert rows == [{"component": "role", "head": 1, "purity": purity(res["labels"], labels)["purity"]}]
 
 
 def test_plots_are_written_and_non_empty(tmp_path):

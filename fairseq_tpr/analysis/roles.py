@@ -13,7 +13,7 @@ Each prints its report on stdout; a bad input file is an :class:`~fairseq_tpr.er
 a bad flag an :class:`~fairseq_tpr.errors.ConfigError`.
 """
 import json
-from typing import Optional, Sequence
+from typing import List, Optional, Sequence
 
 import numpy as np
 
@@ -107,12 +107,15 @@ def print_kmeans(dump_path: str, side: str = "encoder", layer: str = "-1", atten
     print(f"k-means (k={k}) of the {component} vectors of {key} head {head}: "
           f"{sum(map(len, res['labels']))} tokens of {len(dump)} examples, inertia {res['inertia']:.4g}\n")
     print(format_summary(summary))
+    pure = None
     if labels:
         from .cluster import purity, read_token_labels
 
         token_labels = read_token_labels(labels, dump, side)
         by_cluster = purity(res["labels"], token_labels)
         by_symbol = purity([np.asarray(dump.tokens(side, i, inputs=False)) for i in range(len(dump))], token_labels)
+        pure = {"labels": labels, "tokens": by_cluster["tokens"], "clusters": by_cluster["purity"],
+                "symbols": by_symbol["purity"]}
         print(f"\nlabels {labels}: {by_cluster['tokens']} labelled tokens; purity of the {k} clusters "
               f"{100 * by_cluster['purity']:.1f}%, of grouping by symbol ({len(by_symbol['groups'])} symbols) "
               f"{100 * by_symbol['purity']:.1f}%\n")
@@ -128,9 +131,49 @@ def print_kmeans(dump_path: str, side: str = "encoder", layer: str = "-1", atten
     if json_path:
         with open(json_path, "w") as f:
             json.dump({"site": key, "head": head, "k": k, "ids": dump.ids,
-                       "labels": [lab.tolist() for lab in res["labels"]], "summary": summary}, f)
+                       "labels": [lab.tolist() for lab in res["labels"]], "summary": summary,
+                       **({"purity": pure} if pure else {})}, f)
         print(f"wrote {json_path}")
     return res
+
+
+def print_purity(dump_path: str, labels: str, side: str = "encoder", layer: str = "-1", attention: str = "self",
+                 heads: Optional[List[int]] = None, components=("role", "filler", "tpr"), k: int = 20, seed: int = 0,
+                 json_path: Optional[str] = None) -> List[dict]:
+    """How well k-means clusters of each head's vectors predict token ``labels``, for every head
+    (or ``heads``) and ``component`` of one site: the purity of the k clusters (tokens in their
+    cluster's majority label, over the labelled tokens), against grouping the same tokens by their
+    symbol and against the majority label alone. One Markdown table; ``json_path`` gets the rows."""
+    from collections import Counter
+
+    from .cluster import kmeans_roles, purity, read_token_labels
+
+    dump = Dump.load(dump_path)
+    key = dump.site(side, layer, attention)
+    token_labels = read_token_labels(labels, dump, side)
+    by_symbol = purity([np.asarray(dump.tokens(side, i, inputs=False)) for i in range(len(dump))], token_labels)
+    counts = Counter(lab for seq in token_labels for lab in seq if lab != "-")
+    majority = max(counts.values()) / sum(counts.values()) if counts else float("nan")
+    n_heads = dump.component(key, components[0])[0].shape[1]
+    rows = []
+    for component in components:
+        dump.component(key, component)
+        for head in (heads if heads is not None else range(n_heads)):
+            head = dump.check_head(key, head)
+            res = kmeans_roles(dump, key, head, k, seed=seed, component=component)
+            rows.append({"component": component, "head": head, "purity": purity(res["labels"], token_labels)["purity"]})
+    print(f"k-means (k={k}) purity against {labels} at {key}: {by_symbol['tokens']} labelled tokens of "
+          f"{len(dump)} examples; grouping by symbol {100 * by_symbol['purity']:.1f}%, majority label "
+          f"{100 * majority:.1f}%\n")
+    print("| component | head | purity (%) |\n|---|---:|---:|")
+    for row in rows:
+        print(f"| {row['component']} | {row['head']} | {100 * row['purity']:.1f} |")
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump({"site": key, "k": k, "labels": labels, "tokens": by_symbol["tokens"],
+                       "symbols": by_symbol["purity"], "majority": majority, "rows": rows}, f, indent=1)
+        print(f"wrote {json_path}")
+    return rows
 
 
 def write_heatmap(dump_path: str, png: str, side: str = "encoder", layer: str = "-1", attention: str = "self",

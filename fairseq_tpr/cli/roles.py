@@ -7,6 +7,7 @@ Subcommands (docs/analysis.md has a worked example)::
     fairseq-tpr-roles stats roles.npz [--threshold 0.98 0.9 0.5] [--json stats.json]
     fairseq-tpr-roles kmeans roles.npz --side encoder --layer -1 --head 0 --k 20 --png clusters.png
         [--component role|filler|tpr] [--labels token_labels.txt]
+    fairseq-tpr-roles purity roles.npz --labels token_labels.txt [--layer -1] [--head 0 1] [--k 20] [--json p.json]
     fairseq-tpr-roles heatmap roles.npz --side encoder --layer -1 --head 0 --example 0 --png attn.png
         [--what attn|role_attn]
 
@@ -78,6 +79,18 @@ def build_parser():
     k.add_argument("--labels", help="token labels of the dumped split (fairseq-tpr-probe's token format): report how "
                                     "pure the clusters are with respect to them, against grouping by the symbol itself")
 
+    u = sub.add_parser("purity", help="purity of k-means clusters against token labels, every head and component")
+    u.add_argument("dump", help="a .npz written by `fairseq-tpr-roles dump`")
+    u.add_argument("--labels", required=True, help="token labels of the dumped split (fairseq-tpr-probe's token format)")
+    u.add_argument("--side", choices=("encoder", "decoder"), default="encoder")
+    u.add_argument("--layer", default="-1", help="layer index (negative counts from the end; default -1) or 'embed'")
+    u.add_argument("--attention", choices=("self", "cross"), default="self")
+    u.add_argument("--head", type=int, nargs="+", help="heads to cluster (default: every head)")
+    u.add_argument("--component", nargs="+", choices=("role", "filler", "tpr"), default=["role", "filler", "tpr"])
+    u.add_argument("--k", type=int, default=20)
+    u.add_argument("--seed", type=int, default=0)
+    u.add_argument("--json", help="also write the rows (and the by-symbol and majority baselines) here")
+
     h = sub.add_parser("heatmap", help="PNG heatmap of attention (or role attention) for one layer/head/example")
     _site_args(h)
     h.add_argument("--example", type=int, default=0, help="index in the dump (0 = first example dumped)")
@@ -100,6 +113,9 @@ def _run(a):
     elif a.command == "kmeans":
         roles.print_kmeans(a.dump, a.side, a.layer, a.attention, a.head, k=a.k, component=a.component, seed=a.seed,
                            png=a.png, examples=a.examples, max_len=a.max_len, json_path=a.json, labels=a.labels)
+    elif a.command == "purity":
+        roles.print_purity(a.dump, a.labels, a.side, a.layer, a.attention, heads=a.head, components=a.component,
+                           k=a.k, seed=a.seed, json_path=a.json)
     else:
         roles.write_heatmap(a.dump, a.png, a.side, a.layer, a.attention, a.head, example=a.example, what=a.what)
 
