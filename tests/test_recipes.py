@@ -168,9 +168,9 @@ def test_math_demo(tmp_path, mathgen_venv):
 
 
 @pytest.mark.slow  # a long end-to-end run: make test-slow
-def test_math_table1_one_run_and_the_table(tmp_path, mathgen_venv):
+def test_math_table1_one_run_and_the_table_then_the_role_analysis(tmp_path, mathgen_venv):
     run = tmp_path / "table1"
-    env = {"MODULES": "numbers__place_value", "PER_MODULE": 60, "PER_TEST_MODULE": 5, "VALID_PER_MODULE": 3,
+    env = {"MODULES": "numbers__place_value,comparison__pair", "PER_MODULE": 60, "PER_TEST_MODULE": 5, "VALID_PER_MODULE": 3,
            "MAX_UPDATE": 2, "VALID_EVERY": 2, "BEAM": 1, "ONLY": "tp_transformer-s1",
            "FAIRSEQ_TPR_MATHGEN_VENV": mathgen_venv}
     _bash("recipes/math/table1.sh", run, timeout=900, env_extra=env)
@@ -178,6 +178,16 @@ def test_math_table1_one_run_and_the_table(tmp_path, mathgen_venv):
     figures = json.loads((run / "runs.json").read_text())
     assert "interpolate/numbers__place_value" in figures["tp_transformer"][str(run / "tp_transformer-s1")]
     assert (run / "curves.png").stat().st_size > 0
+    # recipes/math/roles.sh on that run: purity over the one tp seed, pictures, probes (no transformer run)
+    proc = _bash("recipes/math/roles.sh", run, timeout=600, env_extra={
+        "EXAMPLES": 4, "K": 2, "PROBE_EPOCHS": 1, "EXAMPLE": 1})
+    assert "tp_transformer seed 2: no checkpoint, skipped" in proc.stdout
+    assert "transformer seed 1: no checkpoint, no probe" in proc.stdout
+    purity = json.loads((run / "analysis/purity_operand.json").read_text())
+    assert len(purity["dumps"]) == 1 and {r["component"] for r in purity["rows"]} == {"role", "filler", "tpr"}
+    for png in ("role_clusters.png", "attention.png"):
+        assert (run / "analysis" / png).stat().st_size > 0
+    assert "layer" in (run / "analysis/probe_operand_tp_transformer.md").read_text()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -328,18 +328,22 @@ def test_purity_table_over_heads_equals_kmeans_and_purity_by_hand(tmp_path, caps
     lab.write_text("".join(" ".join("ABC"[c] for c in t[:-1]) + "\n" for t in truth))
     out = tmp_path / "p.json"
     rows = print_purity(str(path), str(lab), layer="0", components=["role"], k=3, json_path=str(out))
-    assert [(r["head"], r["purity"]) for r in rows] == [(0, 1.0), (1, 1.0)]
-    report = json.loads(out.read_text())
+    assert [(r["head"], r["purity"]) for r in rows] == [(0, [1.0]), (1, [1.0])]
+    report = json.loads(out.read_text())["dumps"][0]
     flat = [c for t in truth for c in t[:-1]]
     assert report["tokens"] == len(flat) == 48
     assert report["majority"] == pytest.approx(max(flat.count(c) for c in range(3)) / len(flat))
     assert report["symbols"] == 1.0  # the planted dump's symbol is its cluster
     assert "| role | 1 | 100.0 |" in capsys.readouterr().out
     lab.write_text("".join(" ".join("A" if i < 4 else "B" for i in range(8)) + "\n" for _ in truth))
-    rows = print_purity(str(path), str(lab), layer="0", components=["role"], heads=[1], k=2, seed=3)
-    res = kmeans_roles(dump, "encoder.0.self", head=1, k=2, seed=3)
+    other, _ = _planted_dump(seed=1)  # a second model (seed) dumped on the same examples
+    other.src = dump.src
+    other.save(str(tmp_path / "other.npz"))
+    rows = print_purity([str(path), str(tmp_path / "other.npz")], str(lab), layer="0", components=["role"],
+                        heads=[1], k=2, seed=3)
     labels = read_token_labels(str(lab), dump, "encoder")
-    assert rows == [{"component": "role", "head": 1, "purity": purity(res["labels"], labels)["purity"]}]
+    assert rows == [{"component": "role", "head": 1, "purity": [
+        purity(kmeans_roles(d, "encoder.0.self", head=1, k=2, seed=3)["labels"], labels)["purity"] for d in (dump, other)]}]
 
 
 def test_plots_are_written_and_non_empty(tmp_path):

@@ -137,43 +137,57 @@ def print_kmeans(dump_path: str, side: str = "encoder", layer: str = "-1", atten
     return res
 
 
-def print_purity(dump_path: str, labels: str, side: str = "encoder", layer: str = "-1", attention: str = "self",
+def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-1", attention: str = "self",
                  heads: Optional[List[int]] = None, components=("role", "filler", "tpr"), k: int = 20, seed: int = 0,
                  json_path: Optional[str] = None) -> List[dict]:
     """How well k-means clusters of each head's vectors predict token ``labels``, for every head
-    (or ``heads``) and ``component`` of one site: the purity of the k clusters (tokens in their
-    cluster's majority label, over the labelled tokens), against grouping the same tokens by their
-    symbol and against the majority label alone. One Markdown table; ``json_path`` gets the rows."""
+    (or ``heads``) and ``component`` of one site, in one dump or in several (the seeds of one model,
+    dumped on the same examples): the purity of the k clusters (tokens in their cluster's majority
+    label, over the labelled tokens), against grouping the same tokens by their symbol and against
+    the majority label alone. One Markdown table (mean ± sample sd over the dumps); ``json_path``
+    gets every dump's figures. Returns ``[{"component", "head", "purity": [one per dump]}]``."""
     from collections import Counter
 
     from .cluster import kmeans_roles, purity, read_token_labels
+    from .results_table import mean_sd
 
-    dump = Dump.load(dump_path)
-    key = dump.site(side, layer, attention)
-    token_labels = read_token_labels(labels, dump, side)
-    by_symbol = purity([np.asarray(dump.tokens(side, i, inputs=False)) for i in range(len(dump))], token_labels)
-    counts = Counter(lab for seq in token_labels for lab in seq if lab != "-")
-    majority = max(counts.values()) / sum(counts.values()) if counts else float("nan")
-    n_heads = dump.component(key, components[0])[0].shape[1]
-    rows = []
-    for component in components:
-        dump.component(key, component)
-        for head in (heads if heads is not None else range(n_heads)):
-            head = dump.check_head(key, head)
-            res = kmeans_roles(dump, key, head, k, seed=seed, component=component)
-            rows.append({"component": component, "head": head, "purity": purity(res["labels"], token_labels)["purity"]})
-    print(f"k-means (k={k}) purity against {labels} at {key}: {by_symbol['tokens']} labelled tokens of "
-          f"{len(dump)} examples; grouping by symbol {100 * by_symbol['purity']:.1f}%, majority label "
-          f"{100 * majority:.1f}%\n")
+    paths = [dump_paths] if isinstance(dump_paths, str) else list(dump_paths)
+    rows: dict = {}
+    per_dump = []
+    for path in paths:
+        dump = Dump.load(path)
+        key = dump.site(side, layer, attention)
+        token_labels = read_token_labels(labels, dump, side)
+        by_symbol = purity([np.asarray(dump.tokens(side, i, inputs=False)) for i in range(len(dump))], token_labels)
+        counts = Counter(lab for seq in token_labels for lab in seq if lab != "-")
+        majority = max(counts.values()) / sum(counts.values()) if counts else float("nan")
+        n_heads = dump.component(key, components[0])[0].shape[1]
+        for component in components:
+            dump.component(key, component)
+            for head in (heads if heads is not None else range(n_heads)):
+                head = dump.check_head(key, head)
+                res = kmeans_roles(dump, key, head, k, seed=seed, component=component)
+                rows.setdefault((component, head), []).append(purity(res["labels"], token_labels)["purity"])
+        per_dump.append({"dump": path, "site": key, "examples": len(dump), "tokens": by_symbol["tokens"],
+                         "symbols": by_symbol["purity"], "majority": majority})
+    out = [{"component": c, "head": h, "purity": v} for (c, h), v in rows.items()]
+
+    def cell(values):
+        mean, sd, n = mean_sd([100 * v for v in values])
+        return f"{mean:.1f}" if sd is None else f"{mean:.1f} ± {sd:.1f}"
+
+    first = per_dump[0]
+    print(f"k-means (k={k}) purity against {labels} at {first['site']}: {len(paths)} dump(s) of "
+          f"{first['examples']} examples, {first['tokens']} labelled tokens; grouping by symbol "
+          f"{cell([d['symbols'] for d in per_dump])}%, majority label {cell([d['majority'] for d in per_dump])}%\n")
     print("| component | head | purity (%) |\n|---|---:|---:|")
-    for row in rows:
-        print(f"| {row['component']} | {row['head']} | {100 * row['purity']:.1f} |")
+    for row in out:
+        print(f"| {row['component']} | {row['head']} | {cell(row['purity'])} |")
     if json_path:
         with open(json_path, "w") as f:
-            json.dump({"site": key, "k": k, "labels": labels, "tokens": by_symbol["tokens"],
-                       "symbols": by_symbol["purity"], "majority": majority, "rows": rows}, f, indent=1)
+            json.dump({"k": k, "labels": labels, "dumps": per_dump, "rows": out}, f, indent=1)
         print(f"wrote {json_path}")
-    return rows
+    return out
 
 
 def write_heatmap(dump_path: str, png: str, side: str = "encoder", layer: str = "-1", attention: str = "self",

@@ -7,7 +7,7 @@ Subcommands (docs/analysis.md has a worked example)::
     fairseq-tpr-roles stats roles.npz [--threshold 0.98 0.9 0.5] [--json stats.json]
     fairseq-tpr-roles kmeans roles.npz --side encoder --layer -1 --head 0 --k 20 --png clusters.png
         [--component role|filler|tpr] [--labels token_labels.txt]
-    fairseq-tpr-roles purity roles.npz --labels token_labels.txt [--layer -1] [--head 0 1] [--k 20] [--json p.json]
+    fairseq-tpr-roles purity roles.npz [seed2.npz ...] --labels token_labels.txt [--layer -1] [--head 0 1] [--k 20] [--json p.json]
     fairseq-tpr-roles heatmap roles.npz --side encoder --layer -1 --head 0 --example 0 --png attn.png
         [--what attn|role_attn]
 
@@ -80,7 +80,8 @@ def build_parser():
                                     "pure the clusters are with respect to them, against grouping by the symbol itself")
 
     u = sub.add_parser("purity", help="purity of k-means clusters against token labels, every head and component")
-    u.add_argument("dump", help="a .npz written by `fairseq-tpr-roles dump`")
+    u.add_argument("dump", nargs="+", help="one or more .npz written by `fairseq-tpr-roles dump` on the same examples "
+                                           "(e.g. the seeds of one model): mean ± sd over them")
     u.add_argument("--labels", required=True, help="token labels of the dumped split (fairseq-tpr-probe's token format)")
     u.add_argument("--side", choices=("encoder", "decoder"), default="encoder")
     u.add_argument("--layer", default="-1", help="layer index (negative counts from the end; default -1) or 'embed'")

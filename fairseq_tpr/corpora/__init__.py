@@ -21,7 +21,8 @@ Per system:
 - discourse-tree attention: :mod:`.extractive` (documents, references and RST trees -> the
   extractive data directory), :mod:`.debian_extractive` (Debian documents in its input layout),
   :mod:`.manpages` (Debian manual pages: DESCRIPTION sentences -> the NAME line's summary, in that
-  layout), :mod:`.rst_parse` (RST trees from the Feng & Hirst parser), :mod:`.rst_trees` (the tree
+  layout), :mod:`.sample_documents` (a seeded per-split sample of such a corpus, pages cut to their
+  first sentences), :mod:`.rst_parse` (RST trees from the Feng & Hirst parser), :mod:`.rst_trees` (the tree
   files RST parsers write).
 
 Shared: :mod:`.rawio` reads raw files with errors that name the file and line (a
