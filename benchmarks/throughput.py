@@ -33,7 +33,7 @@ paper      ``tp_transformer_math``     ``transformer_tp_math`` (dropout 0)
 paper      ``tp_transformer_d``        ``transformer_tp_d`` (dropout 0.1)
 small      ``tp_transformer_math_small``  ``transformer_tp_math_small`` (the math table's models)
 small      ``tp_transformer_d`` + small   ``transformer_tp_d`` + small (3+3 layers, d 128, 4 heads,
-           sizes, N_r 50, d_r 32          d_ff 512: the summarization/translation tables' models)
+           sizes, N_r 25, d_r 32          d_ff 512: the summarization/translation tables' models)
 tiny       ``tp_transformer_tiny``     ``transformer_tp_tiny``
 tiny       ``tp_transformer_d_tiny``   ``transformer_tp_tiny``
 =========  ==========================  ===================================
@@ -85,7 +85,7 @@ _SMALL = ("--encoder-layers 3 --decoder-layers 3 --encoder-embed-dim 128 --decod
 PAIRS = {
     "paper": [("tp_transformer_math", "transformer_tp_math"), ("tp_transformer_d", "transformer_tp_d")],
     "small": [("tp_transformer_math_small", "transformer_tp_math_small"),
-              (f"tp_transformer_d {_SMALL} --num-roles 50 --role-dim 32", f"transformer_tp_d {_SMALL}")],
+              (f"tp_transformer_d {_SMALL} --num-roles 25 --role-dim 32", f"transformer_tp_d {_SMALL}")],
     "tiny": [("tp_transformer_tiny", "transformer_tp_tiny"), ("tp_transformer_d_tiny", "transformer_tp_tiny")],
 }
 

@@ -10,7 +10,7 @@
 # Builds DEBIAN_DATA (RUN_DIR/data) with preprocess/debian.sh unless it exists, then
 # RUN_DIR/<model>-s<seed>/{checkpoints,eval}. Sources are cut to 256 subword tokens
 # (--max-source-positions 256 with --truncate-source; 95% of descriptions are shorter). SIZE=small
-# (3+3 layers, d 128, 4 heads, d_ff 512; tp_transformer_d: N_r 50, d_r 32). Adam (0.9, 0.98), lr 2e-3
+# (3+3 layers, d 128, 4 heads, d_ff 512; tp_transformer_d: N_r NUM_ROLES (25), d_r 32). Adam (0.9, 0.98), lr 2e-3
 # after 200 warm-up updates instead of the paper's Adafactor (in a few hundred CPU updates Adafactor at
 # lr 0.01 had only reached a validation loss near 9.8, see docs/results.md). Environment: MAX_UPDATE
 # (6000), VALID_EVERY (250), OPTIMIZER (adam), LR, WARMUP, MODELS ("transformer tp_transformer
