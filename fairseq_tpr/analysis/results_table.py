@@ -28,9 +28,24 @@ CURVE = "valid_curve"  # a record's validation rows (not a table cell)
 _SEED = re.compile(r"-s(\d+)$")
 
 
+def late_drop(rows, fraction: float = 0.25):
+    """How much the validation loss still fell over the last ``fraction`` of training, in % of the
+    loss at its start: ``100 * (loss(u0) - loss(last)) / loss(u0)``, u0 the last validation at or
+    before ``(1 - fraction)`` of the final update count (positive: still falling; near 0: a plateau;
+    negative: rising). None without two validations."""
+    if len(rows) < 2 or "num_updates" not in rows[-1]:
+        return None
+    cut = (1 - fraction) * rows[-1]["num_updates"]
+    before = [r for r in rows[:-1] if r["num_updates"] <= cut]
+    if not before or not before[-1]["loss"]:
+        return None
+    return 100 * (before[-1]["loss"] - rows[-1]["loss"]) / before[-1]["loss"]
+
+
 def read_train_log(path: Path):
     """{"params", "updates", "valid_loss", "role_onehot"} from a fairseq-train log (last validation),
-    and "best_valid_loss" (the lowest validation loss of the log)."""
+    "best_valid_loss" (the lowest validation loss of the log) and "late_drop" (:func:`late_drop`:
+    how much the validation loss still fell over the last quarter of the updates, in %)."""
     info = {}
     if not path.exists():
         return info
@@ -44,6 +59,7 @@ def read_train_log(path: Path):
         info["updates"] = int(last["num_updates"]) if "num_updates" in last else None
         info["role_onehot"] = last.get("role_onehot")
         info["best_valid_loss"] = min(row["loss"] for row in rows)
+        info["late_drop"] = late_drop(rows)
     return info
 
 
@@ -153,8 +169,9 @@ def table(title, runs, records=None):
     rows = [(name, list(records_of.values())) for name, records_of in gather(runs, records)]
     every = [f for _, figures in rows for f in figures]
     seeds = any(len(figures) > 1 for _, figures in rows)
-    head = ["model"] + (["runs"] if seeds else []) + ["params", "updates", "valid loss", "role one-hot"]
-    keys = [("params", 0), ("updates", 0), ("valid_loss", 3), ("role_onehot", 3)]
+    head = ["model"] + (["runs"] if seeds else []) + ["params", "updates", "valid loss",
+                                                       "valid loss drop, last 25% of updates (%)", "role one-hot"]
+    keys = [("params", 0), ("updates", 0), ("valid_loss", 3), ("late_drop", 1), ("role_onehot", 3)]
     groups = []
     if any(k.startswith("rouge") for f in every for k in f):
         groups = [["rouge/ROUGE-1", "rouge/ROUGE-2", "rouge/ROUGE-L"], ["rouge/ROUGE-Lsum"],

@@ -11,7 +11,8 @@ Each ``NAME=RUN[,RUN...]`` is one row; several run directories (seeds) give ``me
 ``role_onehot``), and either ``RUN/eval/scores.json`` (``fairseq-tpr-score --json``: ROUGE by each
 scorer, METEOR), ``RUN/generate-test.sacrebleu.txt`` (the translation recipe: sacreBLEU) or
 ``RUN/eval/math_eval.json`` (``fairseq-tpr-math-eval``: exact match per module and split). A missing
-piece is shown as "-". ``--json OUT`` writes every run's figures and validation curve; ``--curves
+piece is shown as "-". The column "valid loss drop, last 25% of updates" is the plateau check: how
+much the validation loss still fell (in %) between the validation at 75% of the updates and the last. ``--json OUT`` writes every run's figures and validation curve; ``--curves
 PNG`` draws the validation curves of every run (``NAME seed N`` for a run directory ``...-sN``: one
 colour per row, a line style per seed). Training time is left out on purpose: on a shared machine
 it measures the load, not the model (speed ratios are in docs/benchmarks.md).
