@@ -243,3 +243,31 @@ def test_not_a_checkpoint_and_label_count(fx, capsys, tmp_path):
     _one_line_error(*_run(capsys, data, "--path", junk, "--cpu"), "cannot read", "as a fairseq checkpoint")
     _one_line_error(*_run(capsys, data, "--path", ckpts["trained"], "--label", "a", "--label", "b", "--cpu"),
                     "2 --label for 1 --path")
+
+
+def test_records_of_another_session_join_the_table(fx, capsys, tmp_path):
+    """--records: the rows of an earlier --json whose label is not computed here are added (a Table IV
+    assembled over sessions); a label computed here wins; --path may be left out; another split is refused."""
+    _, data, _, _, ckpts = fx
+    first = tmp_path / "first.json"
+    rc, _, err = _run(capsys, data, "--path", ckpts["trained"], "--label", "a", "--path", ckpts["untrained"],
+                      "--label", "b", "--cpu", "--json", first)
+    assert rc == 0, err
+    rows = json.loads(first.read_text())["rows"]
+    recorded = {"data": str(data), "split": "test", "rows": [dict(rows[0], label="b", n=-1), dict(rows[1], label="c")]}
+    rec = tmp_path / "rec.json"
+    rec.write_text(json.dumps(recorded))
+    again = tmp_path / "again.json"
+    rc, out, err = _run(capsys, data, "--path", ckpts["untrained"], "--label", "b", "--records", rec, "--cpu",
+                        "--json", again)
+    assert rc == 0, err
+    merged = json.loads(again.read_text())["rows"]
+    assert [r["label"] for r in merged] == ["b", "c"]
+    assert merged[0]["n"] == N["test"] and merged[0]["sim_ts"] == rows[1]["sim_ts"]  # computed here, not the record
+    assert merged[1] == recorded["rows"][1]
+    assert [line.split("|")[1].strip() for line in out.splitlines() if line.startswith("| ")][1:] == ["b", "c"]
+    rc, out, _ = _run(capsys, data, "--records", rec)  # nothing computed: the records alone
+    assert rc == 0 and "| b |" in out and "| c |" in out
+    with pytest.raises(SystemExit):
+        _run(capsys, data, "--records", rec, "--gen-subset", "valid")
+    assert "holds split 'test', not --gen-subset 'valid'" in capsys.readouterr().err

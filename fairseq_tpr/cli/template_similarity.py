@@ -26,7 +26,9 @@ loss`` otherwise), lambda, ``Sim(%)`` = mean of ``sim_ts`` over the split in per
 standard deviation over sentences (population, ddof 0), the same for ``sim_s`` (the baseline
 without the template), and the number of sentences. Table IV's ROUGE-L column is not computed
 here (decode and score with ``fairseq-generate`` and ``fairseq-tpr-score``). ``--json OUT``
-writes the same numbers plus every sentence's ``[id, sim_ts, sim_s]``.
+writes the same numbers plus every sentence's ``[id, sim_ts, sim_s]``. ``--records FILE`` (such a
+JSON from another machine or session, same split) adds its rows whose label is not computed here
+(a table assembled over sessions, as ``results_table --records``); ``--path`` may then be left out.
 
 Checkpoints are loaded with fairseq's ``checkpoint_utils`` (the task and model settings stored in
 the checkpoint, the data directory replaced by DATA_BIN); the split goes through the task's own
@@ -52,7 +54,7 @@ DEFAULT_BATCH_SIZE = 64
 def build_parser():
     p = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", metavar="DATA_BIN", help="binarized data with templates (preprocess/templates.sh)")
-    p.add_argument("--path", action="append", required=True, metavar="CKPT",
+    p.add_argument("--path", action="append", metavar="CKPT",
                    help="an --arch sttr* checkpoint (--template-mode attention); repeat for more rows")
     p.add_argument("--label", action="append", metavar="NAME",
                    help="row name, one per --path in the same order (default: from the checkpoint's lambda)")
@@ -63,11 +65,26 @@ def build_parser():
     p.add_argument("--cpu", action="store_true", help="stay on the CPU even when CUDA is available")
     p.add_argument("--json", metavar="OUT", help="also write the numbers and every sentence's [id, sim_ts, sim_s]")
     p.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
+    p.add_argument("--records", metavar="FILE",
+                   help="a --json output of the same split: its rows whose label is not computed here are added")
     return p
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.path and not args.records:
+        parser.error("give at least one --path CKPT (or --records FILE)")
+    recorded = []
+    if args.records:
+        try:
+            with open(args.records, encoding="utf-8") as f:
+                rec = json.load(f)
+            recorded, rec_split = rec["rows"], rec["split"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            parser.error(f"--records {args.records}: not a readable --json output of this command ({e})")
+        if rec_split != args.gen_subset:
+            parser.error(f"--records {args.records} holds split {rec_split!r}, not --gen-subset {args.gen_subset!r}")
     register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are parsed
     from fairseq_tpr.analysis.template_similarity import format_markdown, run
 
@@ -75,7 +92,9 @@ def main(argv=None):
     warnings.filterwarnings("ignore", message=".*pin_memory.*")  # fairseq's data loader on a CPU-only machine
     # a bad input raises a FairseqTprError: the plugin's excepthook prints it as one "error:" line, exit 2
     rows = run(args.data, args.path, args.label, args.gen_subset, args.batch_size, args.max_tokens, args.cpu,
-               progress=not args.no_progress)
+               progress=not args.no_progress) if args.path else []
+    here = {r["label"] for r in rows}
+    rows += [r for r in recorded if r["label"] not in here]
     print(format_markdown(rows, args.data, args.gen_subset), end="")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:

@@ -21,12 +21,14 @@
 # only rebuilds these): the table RUN_DIR/results.md (every run's figures in RUN_DIR/runs.json) and
 # the validation curves RUN_DIR/curves.png (recipes/_seeded_table.sh), and Table IV's similarity on
 # the test split for the runs with templates, RUN_DIR/table4_sim.md (+ .json).
+# Over several sessions: RECORDS=docs/img/X_runs.json (recipes/_seeded_table.sh: recorded runs count
+# as done and join the table) and SIM_RECORDS=docs/img/X_sim.json (their Table IV rows join too).
 # Longer runs from a finished table: FROM=RUN_DIR0 MAX_UPDATE=8000 ONLY="..." recipes/sttr/debian_table.sh
 # RUN_DIR links RUN_DIR0's data and starts each run from RUN_DIR0/NAME's checkpoint_last.pt (copied,
 # with checkpoint_best.pt and train.log); fairseq_tpr's resume makes that the same as training
 # MAX_UPDATE updates from scratch.
 set -euo pipefail
-if [[ $# -lt 1 ]]; then sed -n '2,27p' "$0" >&2; exit 2; fi
+if [[ $# -lt 1 ]]; then sed -n '2,29p' "$0" >&2; exit 2; fi
 run=$1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 source "$ROOT/recipes/_seeded_table.sh"  # run_done, seeded_table (RECORDS)
@@ -118,7 +120,7 @@ for name in attention-s1 sttr-l0.1-s1 sttr-l1-s1 sttr-l1-s2 sttr-l1-s3 sttr-l10-
         sttr-l1-xg-s2 sttr-l1-xg-s3; do
     [[ -f "$run/$name/done" ]] && sim+=(--path "$run/$name/checkpoints/checkpoint_best.pt" --label "$name")
 done
-if [[ ${#sim[@]} -gt 0 ]]; then
+if [[ ${#sim[@]} -gt 0 || -n "${SIM_RECORDS:-}" ]]; then
     fairseq-tpr-template-similarity "$run/data/data-bin" "${sim[@]}" --gen-subset test --cpu \
-        --json "$run/table4_sim.json" --no-progress | tee "$run/table4_sim.md"
+        ${SIM_RECORDS:+--records "$SIM_RECORDS"} --json "$run/table4_sim.json" --no-progress | tee "$run/table4_sim.md"
 fi
