@@ -8,11 +8,11 @@ parameter count, last validation loss, updates, ``role_onehot``, read with
 ``RUN/eval/caption_scores.json`` (``fairseq-tpr-caption-score --json``: BLEU, METEOR, ROUGE-L, CIDEr)
 or ``RUN/generate-test.sacrebleu.txt`` (the translation recipe: sacreBLEU). A missing piece is "-".
 
-Run records (a table assembled over several machines or sessions): :func:`runs_json` writes every
-run's figures and its validation curve (``"valid_curve"``: the rows of :func:`parse_valid_lines`)
-to the small JSON committed next to a table; :func:`load_records` reads such a file back, and
-:func:`gather` takes a run that is not on this machine from it, by the run directory's name
-(``transformer-s2``). A run on this machine always wins over its record.
+Run records (a table assembled over several machines or sessions): :func:`gather` reads every
+run's figures and its validation curve (``"valid_curve"``: the rows of :func:`parse_valid_lines`),
+which the CLI's ``--json`` writes to the small JSON committed next to a table; :func:`load_records`
+reads such a file back, and :func:`gather` takes a run that is not on this machine from it, by the
+run directory's name (``transformer-s2``). A run on this machine always wins over its record.
 """
 import json
 import re
@@ -33,7 +33,7 @@ def late_drop(rows, fraction: float = 0.25):
     loss at its start: ``100 * (loss(u0) - loss(last)) / loss(u0)``, u0 the last validation at or
     before ``(1 - fraction)`` of the final update count (positive: still falling; near 0: a plateau;
     negative: rising). None without two validations."""
-    if len(rows) < 2 or "num_updates" not in rows[-1]:
+    if len(rows) < 2:
         return None
     cut = (1 - fraction) * rows[-1]["num_updates"]
     before = [r for r in rows[:-1] if r["num_updates"] <= cut]
@@ -44,8 +44,9 @@ def late_drop(rows, fraction: float = 0.25):
 
 def read_train_log(path: Path):
     """{"params", "updates", "valid_loss", "role_onehot"} from a fairseq-train log (last validation),
-    "best_valid_loss" (the lowest validation loss of the log) and "late_drop" (:func:`late_drop`:
-    how much the validation loss still fell over the last quarter of the updates, in %)."""
+    "best_valid_loss" (the lowest validation loss of the log), "late_drop" (:func:`late_drop`:
+    how much the validation loss still fell over the last quarter of the updates, in %) and the
+    validation rows themselves under ``"valid_curve"`` (for the curves of a run record)."""
     info = {}
     if not path.exists():
         return info
@@ -60,6 +61,7 @@ def read_train_log(path: Path):
         info["role_onehot"] = last.get("role_onehot")
         info["best_valid_loss"] = min(row["loss"] for row in rows)
         info["late_drop"] = late_drop(rows)
+        info[CURVE] = rows
     return info
 
 
@@ -160,13 +162,19 @@ def _cell(figures, key, digits=2):
 
 def table(title, runs, records=None):
     """The Markdown table of ``runs``: ``[(name, run_dir or [run dirs of several seeds])]`` (a run
-    directory not on this machine is taken from ``records``, see :func:`gather`).
+    directory not on this machine is taken from ``records``, see :func:`gather`); :func:`table_of`
+    of :func:`gather`'s result."""
+    return table_of(title, gather(runs, records))
+
+
+def table_of(title, gathered):
+    """The Markdown table of :func:`gather`'s ``[(name, {run_dir: figures})]``.
 
     A row of several runs shows ``mean ± sd`` (sample standard deviation over the runs) per cell and
     its seed count; the columns follow what the runs hold: ROUGE (summarization), caption metrics
     with the best validation loss (captioning), sacreBLEU (translation) or exact-match accuracy per
     module and split (mathematics)."""
-    rows = [(name, list(records_of.values())) for name, records_of in gather(runs, records)]
+    rows = [(name, list(records_of.values())) for name, records_of in gathered]
     every = [f for _, figures in rows for f in figures]
     seeds = any(len(figures) > 1 for _, figures in rows)
     head = ["model"] + (["runs"] if seeds else []) + ["params", "updates", "valid loss",
@@ -202,22 +210,12 @@ def table(title, runs, records=None):
     return "\n".join(lines)
 
 
-def run_record(run: Path) -> dict:
-    """:func:`read_run`'s figures of one run directory plus its validation curve under ``"valid_curve"``
-    (the rows of its ``checkpoints/train.log``; absent for a decode-only run without a log)."""
-    record = read_run(run)
-    log = run / "checkpoints" / "train.log"
-    if log.exists() and (rows := parse_valid_lines(log.read_text(errors="replace"))):
-        record[CURVE] = rows
-    return record
-
-
 class MissingRun(ValueError):
     """A run directory that is neither on this machine nor in the records."""
 
 
 def load_records(path: Path) -> Dict[str, dict]:
-    """``{run name: record}`` from a JSON written by :func:`runs_json` (``--json`` of the CLI), the run
+    """``{run name: record}`` from a JSON written by ``--json`` of the CLI (:func:`gather`'s result), the run
     name being the last component of the run directory it was written from (``transformer-s2``).
     Files written before records held curves read as records without ``"valid_curve"``."""
     try:
@@ -239,7 +237,8 @@ RunDirs = Union[str, Path, Sequence[Union[str, Path]]]
 
 def gather(runs: Sequence[Tuple[str, RunDirs]], records: Optional[Dict[str, dict]] = None
            ) -> List[Tuple[str, Dict[str, dict]]]:
-    """``[(name, {run_dir: record})]``: each run directory read here (:func:`run_record`) when it
+    """``[(name, {run_dir: record})]``: each run directory read here (:func:`read_run`, whose figures
+    include the validation curve) when it
     exists, else its record of the same run name from ``records`` (:func:`load_records`); one that
     is in neither raises :class:`MissingRun`."""
     out = []
@@ -248,7 +247,7 @@ def gather(runs: Sequence[Tuple[str, RunDirs]], records: Optional[Dict[str, dict
         got = {}
         for d in map(Path, dirs):
             if d.is_dir():
-                got[str(d)] = run_record(d)
+                got[str(d)] = read_run(d)
             elif records is not None and d.name in records:
                 got[str(d)] = records[d.name]
             else:
@@ -270,8 +269,3 @@ def curves(gathered: List[Tuple[str, Dict[str, dict]]]) -> Dict[str, List[Dict[s
                 out[f"{name} seed {seed.group(1)}" if seed else f"{name} {Path(run_dir).name}"] = record[CURVE]
     return out
 
-
-def runs_json(runs, records=None):
-    """Every run's record (for the committed per-run JSON of docs/results.md, and the records a later
-    table reads back): ``{name: {run_dir: figures and "valid_curve"}}``."""
-    return {name: records_of for name, records_of in gather(runs, records)}

@@ -146,8 +146,6 @@ def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-
     label, over the labelled tokens), against grouping the same tokens by their symbol and against
     the majority label alone. One Markdown table (mean ± sample sd over the dumps); ``json_path``
     gets every dump's figures. Returns ``[{"component", "head", "purity": [one per dump]}]``."""
-    from collections import Counter
-
     from .cluster import kmeans_roles, purity, read_token_labels
     from .results_table import mean_sd
 
@@ -159,11 +157,9 @@ def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-
         key = dump.site(side, layer, attention)
         token_labels = read_token_labels(labels, dump, side)
         by_symbol = purity([np.asarray(dump.tokens(side, i, inputs=False)) for i in range(len(dump))], token_labels)
-        counts = Counter(lab for seq in token_labels for lab in seq if lab != "-")
-        majority = max(counts.values()) / sum(counts.values()) if counts else float("nan")
+        majority = purity([np.zeros(len(seq), dtype=int) for seq in token_labels], token_labels)["purity"]  # one group
         n_heads = dump.component(key, components[0])[0].shape[1]
         for component in components:
-            dump.component(key, component)
             for head in (heads if heads is not None else range(n_heads)):
                 head = dump.check_head(key, head)
                 res = kmeans_roles(dump, key, head, k, seed=seed, component=component)

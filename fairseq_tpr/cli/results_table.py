@@ -59,7 +59,7 @@ def main(argv=None):
         runs.append((name, dirs))
     register()  # torch, fairseq and the plugin (the analysis package imports them), after the arguments are checked
     from fairseq_tpr.analysis.learning_curve import plot_curves
-    from fairseq_tpr.analysis.results_table import MissingRun, curves, gather, load_records, runs_json, table
+    from fairseq_tpr.analysis.results_table import MissingRun, curves, gather, load_records, table_of
 
     try:
         records = load_records(args.records) if args.records else None
@@ -70,9 +70,9 @@ def main(argv=None):
     except MissingRun as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    print(table(args.title, runs, records))
+    print(table_of(args.title, gathered))
     if args.json:
-        Path(args.json).write_text(json.dumps(runs_json(runs, records), indent=1) + "\n")
+        Path(args.json).write_text(json.dumps(dict(gathered), indent=1) + "\n")
         print(f"wrote {args.json}", file=sys.stderr)
     if args.curves:
         drawn = curves(gathered)
