@@ -34,6 +34,7 @@ RST_WORKERS=${RST_WORKERS:-1}
 BIN=${FAIRSEQ_BIN:-.venv/bin}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 USER_DIR=${USER_DIR:-$(cd "$(dirname "$0")/../.." && pwd)/fairseq_tpr}
+source "$(dirname "${BASH_SOURCE[0]}")/_model.sh"  # EXTRACTIVE_MODEL_ARGS
 DATA=$OUT/data
 case $ENCODER in
     minilm) ENC_ARGS=(--encoder minilm) ;;
@@ -73,12 +74,8 @@ for seed in $SEEDS; do
         mkdir -p "$dir"
         if [[ ! -f "$dir/done" ]]; then  # done: training finished (a killed run leaves a partial best)
             stamp "train $name seed $seed"
-            "$BIN/fairseq-train" "$DATA" --user-dir "$USER_DIR" --task extractive_summarization --max-units "$MAX_UNITS" \
-                --arch discourse_synthesizer --attention "$att" --attention-heads "$heads" \
-                --encoder-embed-dim 128 --attention-head-dim 32 --encoder-ffn-embed-dim 512 --encoder-layers 2 \
-                --scorer-hidden-dim 64 --dropout 0.1 --criterion extractive_bce --pos-weight "${POS_WEIGHT:-auto}" \
-                --optimizer adam --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 200 --max-tokens 512 \
-                --max-epoch "$EPOCHS" --required-batch-size-multiple 1 --save-dir "$dir/ckpt" \
+            "$BIN/fairseq-train" "$DATA" --user-dir "$USER_DIR" "${EXTRACTIVE_MODEL_ARGS[@]}" --max-units "$MAX_UNITS" \
+                --attention "$att" --attention-heads "$heads" --max-epoch "$EPOCHS" --save-dir "$dir/ckpt" \
                 --no-epoch-checkpoints --no-last-checkpoints --cpu --seed "$seed" --log-format simple \
                 --log-interval 100 > "$dir/train.log" 2>&1
             grep -E "valid on 'valid'" "$dir/train.log" | tail -1

@@ -114,19 +114,16 @@ train_one() {  # KIND ATTENTION HEADS SEED
     [[ -f "$dir/done" ]] && return 0  # done: training finished (a killed run is trained again)
     rm -rf "$dir"; mkdir -p "$dir"
     stamp "train $kind $name seed $seed"
-    OMP_NUM_THREADS=1 "$BIN/fairseq-train" "$data" --user-dir "$USER_DIR" --task extractive_summarization \
-        --max-units "$MAX_UNITS" --arch discourse_synthesizer --attention "$att" --attention-heads "$heads" \
-        --encoder-embed-dim 128 --attention-head-dim 32 --encoder-ffn-embed-dim 512 --encoder-layers 2 \
-        --scorer-hidden-dim 64 --dropout 0.1 --criterion extractive_bce --pos-weight "${POS_WEIGHT:-auto}" \
-        --optimizer adam --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 200 --max-tokens 512 \
-        --max-epoch "$EPOCHS" --required-batch-size-multiple 1 --save-dir "$dir/ckpt" \
+    source "$REPO/recipes/extractive/_model.sh"  # EXTRACTIVE_MODEL_ARGS (an array cannot be exported to xargs' shells)
+    OMP_NUM_THREADS=1 "$BIN/fairseq-train" "$data" --user-dir "$USER_DIR" "${EXTRACTIVE_MODEL_ARGS[@]}" \
+        --max-units "$MAX_UNITS" --attention "$att" --attention-heads "$heads" --max-epoch "$EPOCHS" --save-dir "$dir/ckpt" \
         --no-epoch-checkpoints --no-last-checkpoints --cpu --seed "$seed" --log-format simple \
         --log-interval 100 > "$dir/train.log" 2>&1 || { echo "error: training failed, see $dir/train.log" >&2; return 1; }
     stamp "done $kind $name seed $seed: last validation $(grep -E "valid on 'valid'" "$dir/train.log" | tail -1 | grep -oE '\| loss [0-9.]+|num_updates [0-9]+' | tr -d '|' | xargs || true)"
     touch "$dir/done"
 }
 export -f train_one stamp
-export RUN BIN USER_DIR MAX_UNITS EPOCHS
+export RUN REPO BIN USER_DIR MAX_UNITS EPOCHS
 [[ -z "${POS_WEIGHT:-}" ]] || export POS_WEIGHT
 jobs_list=()
 for seed in $SEEDS; do
