@@ -1,4 +1,6 @@
-"""fairseq's Python n-gram blocking (CPU path of --no-repeat-ngram-size) sees the generated tokens."""
+"""fairseq fixes (fairseq_tpr/fairseq_fixes.py): Python n-gram blocking (CPU path of --no-repeat-ngram-size) sees
+the generated tokens; float64 softmax; --bf16 on a GPU without torch_xla, and half precision on the CPU."""
+import pytest
 import torch
 from fairseq.ngram_repeat_block import NGramRepeatBlock
 
@@ -46,3 +48,39 @@ def test_fairseq_softmax_keeps_float64_and_leaves_other_dtypes_alone():
         # fp32 / bf16 inputs: exactly fairseq's result (fp32 accumulation)
         for dtype in (torch.float32, torch.bfloat16):
             torch.testing.assert_close(fixed(x.to(dtype), dim=-1), fixed.fairseq_tpr_original(x.to(dtype), dim=-1), rtol=0, atol=0)
+
+
+def _train_cfg(*flags):
+    from fairseq import options
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    argv = ["/dev/null", "--task", "translation", "--arch", "tp_transformer_d_tiny", *flags]
+    return convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), argv))
+
+
+def test_bf16_on_a_gpu_without_torch_xla_trains_on_the_gpu(monkeypatch):
+    """fairseq's options turn on --tpu with --bf16; without torch_xla the run is meant for the GPU."""
+    import importlib.util
+
+    from fairseq.distributed import utils as distributed_utils
+
+    cfg = _train_cfg("--bf16")
+    assert cfg.common.tpu, "fairseq no longer implies --tpu with --bf16: fix_half_precision_devices can go"
+    assert importlib.util.find_spec("torch_xla") is None
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    seen = []
+    distributed_utils.call_main(cfg, lambda c, **kw: seen.append((c.common.tpu, c.common.bf16)))
+    assert seen == [(False, True)]
+
+
+@pytest.mark.parametrize("flags", [("--cpu", "--fp16"), ("--cpu", "--bf16"), ("--cpu", "--memory-efficient-fp16"),
+                                   ("--memory-efficient-bf16",)])
+def test_half_precision_on_the_cpu_names_the_flag(flags, monkeypatch):
+    from fairseq.distributed import utils as distributed_utils
+
+    from fairseq_tpr.errors import ConfigError
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    cfg = _train_cfg(*flags)
+    with pytest.raises(ConfigError, match=f"^{flags[-1]} trains on a CUDA GPU .* drop {flags[-1]} to train in float32"):
+        distributed_utils.call_main(cfg, lambda c, **kw: pytest.fail("trained on the CPU in half precision"))

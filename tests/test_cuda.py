@@ -1,0 +1,172 @@
+"""The five systems on a CUDA GPU, through fairseq's own paths. Skipped where torch sees no GPU
+(CI, and this project's CPU machines); run it on a GPU machine with ``pytest tests/test_cuda.py``
+(docs/development.md, "GPU checks").
+
+For the tiny presets of every model family (built as fairseq's CLIs build them):
+
+* float64: the GPU's full pass equals the CPU's to 1e-10 (same weights, same inputs), and on the
+  GPU incremental decoding equals the full pass to 1e-10 (any larger difference is a bug in a
+  CUDA path, not rounding);
+* float64 beam search (beam 4, fairseq's ``SequenceGenerator``) on the GPU gives the CPU's
+  hypotheses and scores;
+* float16 and bfloat16 (the model cast, as ``fairseq-train --fp16/--bf16`` casts it): the full
+  pass agrees with float64 to the format's precision, incremental decoding gives finite
+  log-probabilities, and a scaled training step gives finite gradients;
+
+and through the console scripts on the synthetic reversal task: ``fairseq-train --fp16`` and
+``--bf16`` (``fairseq_fixes.fix_half_precision_devices``), then ``fairseq-generate --fp16`` with
+beam 4 answering every test sentence.
+"""
+import pytest
+import torch
+from fairseq.models import ARCH_MODEL_REGISTRY
+from fairseq.sequence_generator import SequenceGenerator
+
+from _builders import build, random_batch, toy_dictionary
+from test_atpl_precision import FEATURE_DIM, _is_autoencoder, _Task
+from test_cli_end_to_end import (N_TEST, _check_all_test_sentences, _generate_args, _num_updates, _ok, _out,
+                                 _train_args, work)  # noqa: F401  (work: the binarized reversal task)
+from test_extractive import VARIANTS, make_batch
+from test_extractive import build as build_synthesizer
+from test_sttr import _sample as sttr_sample
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+GPU = "cuda"
+EXACT = 1e-10
+SEQ2SEQ = ["tp_transformer_tiny", "tp_transformer_d_tiny", "transformer_tp_tiny", "tp_transformer_tiny --tpr-in decoder",
+           "sttr_tiny", "sttr_tiny --tpr discrete", "sttr_tiny --template-mode concat"]
+CAPTIONING = sorted(a for a in ARCH_MODEL_REGISTRY if a.startswith(("atpl", "nic")))
+DECODERS = SEQ2SEQ + CAPTIONING
+SYNTHESIZERS = [f"discourse_synthesizer_tiny --attention {v}" for v in VARIANTS]
+HALF = [torch.float16, torch.bfloat16]
+
+
+def _case(name, tmp_path):
+    """``(model, net_input)`` for ``name`` ("ARCH [FLAGS...]"), the model built on the CPU with a
+    fixed seed; ``net_input`` holds ``prev_output_tokens`` for the decoders."""
+    arch, *flags = name.split()
+    if arch.startswith("discourse_synthesizer"):
+        model, _, _ = build_synthesizer(tmp_path, flags[1], arch=arch)
+        _, batch, _ = make_batch()
+        return model, batch["net_input"]
+    if arch in CAPTIONING and not _is_autoencoder(arch):
+        from fairseq import options
+
+        args = options.parse_args_and_arch(options.get_training_parser(),
+                                           ["/dev/null", "--task", "translation", "--arch", arch, "--cpu"])
+        args.max_target_positions = 64
+        d = toy_dictionary(10)
+        torch.manual_seed(0)
+        model = ARCH_MODEL_REGISTRY[arch].build_model(args, _Task(d, FEATURE_DIM))
+        _, _, prev = random_batch(d, bsz=3, src_len=4, tgt_len=6)
+        v = torch.randn(3, FEATURE_DIM, generator=torch.Generator().manual_seed(5))
+        return model, {"image_features": v, "prev_output_tokens": prev}
+    model, task, _ = build(arch, *flags)
+    d = task.source_dictionary
+    if arch.startswith("sttr"):
+        return model, sttr_sample(d)["net_input"]
+    src, src_len, prev = random_batch(d, bsz=3, src_len=7, tgt_len=6)
+    return model, {"src_tokens": src, "src_lengths": src_len, "prev_output_tokens": prev}
+
+
+def _to(net_input, device, dtype=None):
+    """The inputs on ``device``; floating-point ones (image features, unit embeddings) in ``dtype``."""
+    def move(x):
+        if not torch.is_tensor(x):
+            return x
+        return x.to(device=device, dtype=dtype if dtype is not None and x.is_floating_point() else x.dtype)
+    return {k: move(v) for k, v in net_input.items()}
+
+
+def _full(model, net_input):
+    """Decoder logits of the teacher-forced pass (scores for the synthesizers)."""
+    if "prev_output_tokens" not in net_input:
+        return model(**net_input)[0]
+    enc_input = {k: v for k, v in net_input.items() if k != "prev_output_tokens"}
+    enc = model.encoder.forward_torchscript(enc_input)
+    return model.decoder(net_input["prev_output_tokens"], enc)[0]
+
+
+def _incremental(model, net_input):
+    """The same logits, one target position at a time through fairseq's incremental state."""
+    enc_input = {k: v for k, v in net_input.items() if k != "prev_output_tokens"}
+    enc = model.encoder.forward_torchscript(enc_input)
+    prev, state = net_input["prev_output_tokens"], {}
+    return torch.cat([model.decoder(prev[:, : t + 1], enc, incremental_state=state)[0]
+                      for t in range(prev.size(1))], dim=1)
+
+
+@pytest.mark.parametrize("name", DECODERS + SYNTHESIZERS)
+def test_float64_gpu_equals_cpu_and_incremental_equals_full(name, tmp_path):
+    model, net_input = _case(name, tmp_path)
+    model.double().eval()
+    with torch.no_grad():
+        cpu = _full(model, _to(net_input, "cpu", torch.float64))
+        model.to(GPU)
+        gpu_input = _to(net_input, GPU, torch.float64)
+        gpu = _full(model, gpu_input)
+        assert gpu.device.type == torch.device(GPU).type and gpu.dtype == torch.float64
+        torch.testing.assert_close(gpu.cpu(), cpu, atol=EXACT, rtol=EXACT)
+        if name in DECODERS:
+            torch.testing.assert_close(_incremental(model, gpu_input), gpu, atol=EXACT, rtol=EXACT)
+
+
+@pytest.mark.parametrize("name", [n for n in SEQ2SEQ if "concat" not in n])
+def test_float64_beam_search_on_the_gpu_gives_the_cpus_hypotheses(name, tmp_path):
+    model, net_input = _case(name, tmp_path)
+    model.double().eval()
+    with torch.no_grad():  # sharpen the random model so hypotheses are not near-ties
+        for p in model.parameters():
+            p.mul_(3.0)
+    sample = {"net_input": {k: v for k, v in net_input.items() if k != "prev_output_tokens"}}
+    d = model.decoder.dictionary
+
+    def beam(device):
+        gen = SequenceGenerator([model.to(device)], d, beam_size=4, max_len_b=10)
+        with torch.no_grad():
+            return gen.generate([model], {"net_input": _to(sample["net_input"], device)})
+
+    cpu, gpu = beam("cpu"), beam(GPU)
+    for a, b in zip(cpu, gpu):
+        assert [h["tokens"].tolist() for h in a] == [h["tokens"].cpu().tolist() for h in b]
+        for ha, hb in zip(a, b):
+            assert abs(float(ha["score"]) - float(hb["score"])) < EXACT
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=["fp16", "bf16"])
+@pytest.mark.parametrize("name", DECODERS + SYNTHESIZERS)
+def test_half_precision_on_the_gpu(name, dtype, tmp_path):
+    model, net_input = _case(name, tmp_path)
+    with torch.no_grad():
+        exact = _full(model.double().eval(), _to(net_input, "cpu", torch.float64))
+        model.to(device=GPU, dtype=dtype)
+        half_input = _to(net_input, GPU, dtype)
+        full = _full(model, half_input)
+        assert full.dtype == dtype and torch.isfinite(full).all()
+        err, scale = (full.double().cpu() - exact).abs().max().item(), exact.abs().max().item()
+        print(f"{name} {dtype}: max |err| {err:.3g} against float64 (max |value| {scale:.3g})")
+        assert err <= 0.1 * max(1.0, scale)
+        if name in DECODERS:
+            inc = _incremental(model, half_input)
+            assert torch.isfinite(torch.log_softmax(inc.float(), dim=-1)).all()
+    model.train()
+    out = _full(model, half_input).float()
+    loss = (out.log_softmax(-1).mean() if name in DECODERS else out.sigmoid().mean()) * 128.0  # a loss scale
+    loss.backward()
+    bad = [n for n, p in model.named_parameters() if p.grad is not None and not torch.isfinite(p.grad).all()]
+    assert torch.isfinite(loss) and not bad, f"non-finite gradients: {bad[:5]}"
+
+
+@pytest.mark.parametrize("arch", ["tp_transformer_d_tiny", "tp_transformer_tiny"])
+@pytest.mark.parametrize("precision", ["--fp16", "--bf16"])
+def test_fairseq_train_in_half_precision_then_generate(arch, precision, work, run_cli):  # noqa: F811
+    save = work / f"gpu_{arch}{precision}"
+    args = [a for a in _train_args(work / "bin", save, arch, 30, precision) if a != "--cpu"]
+    log = _out(_ok(run_cli("fairseq-train", *args, cwd=work), f"fairseq-train {precision} --arch {arch}"))
+    assert max(_num_updates(log)) == 30, log[-3000:]
+    assert "xla" not in log.lower(), log[-3000:]
+    gen_args = [a for a in _generate_args(work / "bin", save / "checkpoint_last.pt", "--fp16") if a != "--cpu"]
+    gen = _ok(run_cli("fairseq-generate", *gen_args, cwd=work), f"fairseq-generate --fp16 ({arch})")
+    _check_all_test_sentences(gen.stdout)
+    assert N_TEST == 13
