@@ -21,6 +21,7 @@ Compare a TP variant with its matched baseline::
     python benchmarks/profile_step.py --arch transformer_tp_d tp_transformer_d
     python benchmarks/profile_step.py --threads 1 --arch transformer_tp_math tp_transformer_math
     python benchmarks/profile_step.py --arch transformer_tp_tiny tp_transformer_d_tiny
+    python benchmarks/profile_step.py --device cuda --dtype bf16 --batch 128 --arch transformer_tp_d tp_transformer_d
 """
 import argparse
 import collections
@@ -88,14 +89,15 @@ class Subject:
         from fairseq.sequence_generator import SequenceGenerator
 
         self.arch, self.args = arch, args
-        self.model, _, d, self.criterion, self.info = build(arch, vocab=args.vocab, seed=args.seed)
+        self.model, _, d, self.criterion, self.info = build(arch, vocab=args.vocab, seed=args.seed, device=args.device,
+                                                             dtype=args.dtype)
         label_modules(self.model)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=1e-4, betas=(0.9, 0.98))
-        self.batches = make_train_batches(d, args.batch, args.src_len, args.tgt_len, args.steps, args.seed, "cpu")
+        self.batches = make_train_batches(d, args.batch, args.src_len, args.tgt_len, args.steps, args.seed, args.device)
         L = args.gen_len
         self.generator = SequenceGenerator([self.model], d, beam_size=args.beam, max_len_a=0, max_len_b=L,
                                            min_len=L, max_len=L + 2)
-        self.gbatches = make_generate_batches(d, args.gen_batch, args.src_len, args.gen_calls, args.seed, "cpu")
+        self.gbatches = make_generate_batches(d, args.gen_batch, args.src_len, args.gen_calls, args.seed, args.device)
         self.warm = {"train": False, "generate": False}
 
     def _units(self, phase):
@@ -113,23 +115,32 @@ class Subject:
 
     def profile(self, phase):
         """Profile ``phase`` once; returns (profiler, seconds per unit, units)."""
+        import torch
         from torch.profiler import ProfilerActivity, profile
 
+        cuda = self.args.device.startswith("cuda")
         fn, items = self._units(phase)
         if not self.warm[phase]:
             fn(items[0])
             self.warm[phase] = True
-        wait_for_quiet(self.args.max_foreign_load, self.args.quiet_timeout)
+        if cuda:
+            torch.cuda.synchronize()
+        else:
+            wait_for_quiet(self.args.max_foreign_load, self.args.quiet_timeout)
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
         t0 = time.perf_counter()
-        with profile(activities=[ProfilerActivity.CPU], with_flops=True) as prof:
+        with profile(activities=activities, with_flops=True) as prof:
             for item in items:
                 fn(item)
+            if cuda:
+                torch.cuda.synchronize()
         return prof, (time.perf_counter() - t0) / len(items), len(items)
 
 
 def summarize(prof, n, top):
-    """Per unit: module-kind forward ms, op self ms, ops launched, GFLOPs (matmul-like ops the profiler counts)."""
-    mods, ops, n_ops, flops = collections.Counter(), collections.Counter(), 0, 0
+    """Per unit: module-kind forward ms, op self ms, ops launched, GFLOPs (matmul-like ops the profiler counts),
+    and on CUDA the self GPU time per op and kernel (ms; empty on CPU)."""
+    mods, ops, gpu, n_ops, flops = collections.Counter(), collections.Counter(), collections.Counter(), 0, 0
     for e in prof.key_averages():
         if e.key.startswith("mod::"):
             mods[e.key[5:]] += e.cpu_time_total / 1e3 / n  # ms per unit, children included
@@ -137,12 +148,17 @@ def summarize(prof, n, top):
             ops[e.key] += e.self_cpu_time_total / 1e3 / n
             n_ops += e.count
             flops += e.flops or 0
-    return mods, ops, n_ops / n, flops / n / 1e9
+            device_self = getattr(e, "self_device_time_total", 0) or 0
+            if device_self:
+                gpu[e.key] += device_self / 1e3 / n
+    return mods, ops, n_ops / n, flops / n / 1e9, gpu
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--arch", nargs="+", required=True)
+    p.add_argument("--device", default="cpu", help="cpu (default) or cuda (adds the GPU time per op and kernel)")
+    p.add_argument("--dtype", choices=["fp32", "fp16", "bf16"], default="fp32", help="model dtype (fp16/bf16: cuda)")
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--src-len", type=int, default=40)
     p.add_argument("--tgt-len", type=int, default=40)
@@ -172,11 +188,15 @@ def main():
           f"times are CPU times of this run (noisy on a shared machine), op and FLOP counts are exact")
     subjects = {a: Subject(a, args) for a in args.arch}
     results = {a: {} for a in args.arch}
+    gpu_ops = {a: {} for a in args.arch}  # CUDA only: self GPU ms per op/kernel
     for rnd in range(args.rounds):
         for phase in ("train", "generate"):
             for a, subj in subjects.items():  # archs interleaved, so a burst of foreign load hits one round
                 prof, unit, n = subj.profile(phase)
-                mods, ops, n_ops, gflops = summarize(prof, n, args.top)
+                mods, ops, n_ops, gflops, gpu = summarize(prof, n, args.top)
+                g0 = gpu_ops[a].setdefault(phase, gpu)
+                for k in set(g0) | set(gpu):  # per-key minima over rounds, as below
+                    g0[k] = min(g0.get(k, float("inf")), gpu.get(k, float("inf")))
                 if phase not in results[a]:
                     results[a][phase] = ((mods, ops, n_ops, gflops), unit)
                 else:  # keep per-key minima over rounds: contention only ever adds time
@@ -202,6 +222,10 @@ def main():
             print("   self CPU time per op (ms, forward + backward):")
             for k, v in ops.most_common(args.top):
                 print(f"     {v:9.1f}  {k}")
+            if gpu_ops[arch].get(phase):
+                print("   self GPU time per op and kernel (ms, forward + backward):")
+                for k, v in gpu_ops[arch][phase].most_common(args.top):
+                    print(f"     {v:9.2f}  {k[:110]}")
 
     # each TP arch against its matched baseline when that was profiled too, else against the first arch
     matched = {tp: base for pairs in PAIRS.values() for tp, base in pairs}
