@@ -10,7 +10,8 @@
 # test examples per module, with their extrapolation sets where the generator has them
 # (place_value_big, round_number_big, add_or_sub_big). Models at near-equal parameters: tp_transformer_math_small (1.58M) and
 # transformer_tp_math_small with d_ff 640 (1.59M), seeds 1-3 each, MAX_UPDATE (8000) updates of
-# recipes/math/train_cpu.sh (lr 2e-3, 400 warm-up updates, --max-tokens 4096), validation and
+# recipes/math/train_cpu.sh (lr 2e-3, 400 warm-up updates, then LR_SCHEDULE, default linear: the lr
+# falls linearly to 0 at MAX_UPDATE, so each run converges for its budget; --max-tokens 4096), validation and
 # a checkpoint every VALID_EVERY (500) updates; each run is decoded with beam BEAM (4) from its
 # best checkpoint by fairseq-tpr-math-eval. One thread per run (OMP_NUM_THREADS=1). Resumable: a
 # rerun continues every unfinished run from its checkpoint_last.pt and skips runs that wrote
@@ -37,7 +38,7 @@ for model in transformer tp_transformer; do
         echo "== $name: training"
         extra=()
         [[ "$model" == transformer ]] && extra=(--encoder-ffn-embed-dim 640 --decoder-ffn-embed-dim 640)
-        SEED=$seed MAX_UPDATE=${MAX_UPDATE:-8000} VALID_EVERY=${VALID_EVERY:-500} \
+        SEED=$seed MAX_UPDATE=${MAX_UPDATE:-8000} VALID_EVERY=${VALID_EVERY:-500} LR_SCHEDULE=${LR_SCHEDULE:-linear} \
             bash "$ROOT/recipes/math/train_cpu.sh" "$model" "$data" "$dir/checkpoints" "${extra[@]}"
         echo "== $name: beam search on every test set"
         fairseq-tpr-math-eval "$data" --path "$dir/checkpoints/checkpoint_best.pt" --beam "${BEAM:-4}" \
