@@ -1,9 +1,10 @@
 # Sourced by the seeded table recipes (math/table1.sh, summarization/debian_cpu.sh,
 # translation/debian_en_de_cpu.sh, sttr/debian_table.sh).
 #
-# seeded_table RUN TITLE "MODELS" "SEEDS": one row per model over its seed runs RUN/<model>-s<seed>,
-# written to RUN/results.md by fairseq_tpr.cli.results_table, with every run's figures and validation
-# curve in RUN/runs.json and the validation curves in RUN/curves.png.
+# seeded_table RUN TITLE "MODELS" "SEEDS": one row per model over its finished seed runs
+# RUN/<model>-s<seed> (run_done; a run still training, here or in another recipe process, is left out
+# with a line saying so), written to RUN/results.md by fairseq_tpr.cli.results_table, with every run's
+# figures and validation curve in RUN/runs.json and the validation curves in RUN/curves.png.
 #
 # RECORDS=FILE (a runs.json of the same table, as committed under docs/img/): a table assembled over
 # several machines or sessions. A run that FILE holds counts as done (run_done) and its row takes
@@ -23,7 +24,10 @@ seeded_table() {
     for model in $models; do
         dirs=""
         for seed in $seeds; do
-            [[ -d "$run/$model-s$seed" ]] || grep -qxF "$model-s$seed" <<< "$_recorded" || continue
+            if ! run_done "$run/$model-s$seed"; then
+                [[ -d "$run/$model-s$seed" ]] && echo "== $model-s$seed: not finished, left out of the table" >&2
+                continue
+            fi
             dirs+="${dirs:+,}$run/$model-s$seed"
         done
         [[ -n "$dirs" ]] && rows+=("$model=$dirs")

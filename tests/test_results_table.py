@@ -146,6 +146,22 @@ def test_seeded_recipes_skip_recorded_runs(tmp_path):
     assert out.splitlines() == ["tf-s1 done", "tf-s2 todo", "local-s1 done"]
 
 
+def test_seeded_table_leaves_out_a_run_still_training(tmp_path):
+    """recipes/_seeded_table.sh: a run directory without RUN/NAME/done (still training, e.g. in another
+    lane) is not averaged into its row; a line says so."""
+    run = tmp_path / "run"
+    _math_run(run / "tf-s1", 30.0, 4.0)
+    (run / "tf-s1" / "done").touch()
+    _math_run(run / "tf-s2", 90.0, 1.0)  # no done: still training
+    script = f'source {ROOT / "recipes" / "_seeded_table.sh"}; seeded_table {run} T "tf" "1 2 3"'
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    env.pop("RECORDS", None)
+    proc = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert "== tf-s2: not finished, left out of the table" in proc.stderr
+    assert "tf-s3" not in proc.stderr  # no directory at all: nothing to say
+    assert list(json.loads((run / "runs.json").read_text())["tf"]) == [str(run / "tf-s1")]
+
+
 def test_late_drop_measures_the_last_quarter_of_the_curve():
     rows = [{"num_updates": u, "loss": l} for u, l in [(250, 8.0), (500, 4.0), (750, 2.0), (1000, 1.9)]]
     assert results_table.late_drop(rows) == pytest.approx(5.0)  # 2.0 at update 750 -> 1.9 at 1000

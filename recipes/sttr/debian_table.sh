@@ -107,6 +107,7 @@ for spec in "${runs[@]}"; do
         bash "$ROOT/recipes/summarization/generate.sh" debian "$run/data_random" \
             "$dir/checkpoints/checkpoint_best.pt" "$run/${name/sttr-l1/sttr-l1-random}/eval" \
             --task template_summarization --max-source-positions 128
+        touch "$run/${name/sttr-l1/sttr-l1-random}/done"
     fi
     touch "$dir/done"
 done
