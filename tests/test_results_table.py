@@ -169,3 +169,13 @@ def test_late_drop_measures_the_last_quarter_of_the_curve():
     rising = rows[:3] + [{"num_updates": 1000, "loss": 2.2}]
     assert results_table.late_drop(rising) == pytest.approx(-10.0)
     assert results_table.late_drop(rows[:1]) is None
+
+
+def test_a_cell_over_fewer_runs_than_its_row_says_so():
+    gathered = [("tp", {"a-s1": {"params": 5, "interpolate/m": 40.0}, "a-s2": {"params": 5, "interpolate/m": 50.0},
+                        "a-s3": {"params": 5}})]
+    row = results_table.table_of("T", gathered).splitlines()[-1]
+    assert row.startswith("| tp | 3 | 5 |")
+    assert "45.00 ± 7.07 (n=2)" in row
+    one = results_table.table_of("T", [("tp", {"a-s1": {"params": 5, "interpolate/m": 40.0}, "a-s2": {"params": 5}})])
+    assert "| 40.00 (n=1) |" in one

@@ -148,16 +148,16 @@ def _fmt(value, digits=2):
 
 def _cell(figures, key, digits=2):
     """One cell over the seeds of a row: the value for one run, ``mean ± sd`` for several (runs
-    that lack the figure are left out; "-" when none has it)."""
+    that lack the figure are left out, and then the cell says over how many runs it is, ``(n=2)``;
+    "-" when none has it)."""
     values = [f[key] for f in figures if key in f]
     if not values:
         return "-"
-    if len(values) == 1:
-        return _fmt(values[0], digits)
-    if key in ("params", "updates") and len(set(values)) == 1:
-        return _fmt(values[0], digits)
+    partial = f" (n={len(values)})" if len(values) < len(figures) else ""
+    if len(values) == 1 or (key in ("params", "updates") and len(set(values)) == 1):
+        return _fmt(values[0], digits) + partial
     mean, sd, _ = mean_sd(values)
-    return f"{_fmt(float(mean), digits)} ± {_fmt(sd, digits)}"
+    return f"{_fmt(float(mean), digits)} ± {_fmt(sd, digits)}{partial}"
 
 
 def table(title, runs, records=None):
