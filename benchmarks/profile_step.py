@@ -188,31 +188,26 @@ def main():
           f"times are CPU times of this run (noisy on a shared machine), op and FLOP counts are exact")
     subjects = {a: Subject(a, args) for a in args.arch}
     results = {a: {} for a in args.arch}
-    gpu_ops = {a: {} for a in args.arch}  # CUDA only: self GPU ms per op/kernel
     for rnd in range(args.rounds):
         for phase in ("train", "generate"):
             for a, subj in subjects.items():  # archs interleaved, so a burst of foreign load hits one round
                 prof, unit, n = subj.profile(phase)
                 mods, ops, n_ops, gflops, gpu = summarize(prof, n, args.top)
-                g0 = gpu_ops[a].setdefault(phase, gpu)
-                for k in set(g0) | set(gpu):  # per-key minima over rounds, as below
-                    g0[k] = min(g0.get(k, float("inf")), gpu.get(k, float("inf")))
                 if phase not in results[a]:
-                    results[a][phase] = ((mods, ops, n_ops, gflops), unit)
+                    results[a][phase] = ((mods, ops, n_ops, gflops, gpu), unit)
                 else:  # keep per-key minima over rounds: contention only ever adds time
-                    (m0, o0, _, _), u0 = results[a][phase]
-                    for k in set(m0) | set(mods):
-                        m0[k] = min(m0.get(k, float("inf")), mods.get(k, float("inf")))
-                    for k in set(o0) | set(ops):
-                        o0[k] = min(o0.get(k, float("inf")), ops.get(k, float("inf")))
-                    results[a][phase] = ((m0, o0, n_ops, gflops), min(u0, unit))
+                    (m0, o0, _, _, g0), u0 = results[a][phase]
+                    for kept, new in ((m0, mods), (o0, ops), (g0, gpu)):
+                        for k in set(kept) | set(new):
+                            kept[k] = min(kept.get(k, float("inf")), new.get(k, float("inf")))
+                    results[a][phase] = ((m0, o0, n_ops, gflops, g0), min(u0, unit))
                 print(f"  round {rnd + 1}/{args.rounds} {phase:8s} {a:24s} {unit * 1e3:8.0f} ms per unit", flush=True)
 
     for arch in args.arch:
         info = subjects[arch].info
         print(f"\n=== {arch} ({info['params'] / 1e6:.1f}M params, dropout {info['dropout']})"
               + (f"; minima over {args.rounds} rounds" if args.rounds > 1 else ""))
-        for phase, ((mods, ops, n_ops, gflops), unit) in results[arch].items():
+        for phase, ((mods, ops, n_ops, gflops, gpu), unit) in results[arch].items():
             what = "training step" if phase == "train" else "generate() call"
             print(f"\n-- {phase}: {unit * 1e3:.0f} ms per {what} (profiled), {n_ops:.0f} ops launched, "
                   f"{gflops:.1f} GFLOP (profiler-counted) per {what}")
@@ -222,9 +217,9 @@ def main():
             print("   self CPU time per op (ms, forward + backward):")
             for k, v in ops.most_common(args.top):
                 print(f"     {v:9.1f}  {k}")
-            if gpu_ops[arch].get(phase):
+            if gpu:
                 print("   self GPU time per op and kernel (ms, forward + backward):")
-                for k, v in gpu_ops[arch][phase].most_common(args.top):
+                for k, v in gpu.most_common(args.top):
                     print(f"     {v:9.2f}  {k[:110]}")
 
     # each TP arch against its matched baseline when that was profiled too, else against the first arch
@@ -236,8 +231,8 @@ def main():
             if base == arch or arch in baselines:
                 continue
             for phase in ("train", "generate"):
-                (bm, bo, bn, bf), bu = results[base][phase]
-                (tm, to, tn, tf), tu = results[arch][phase]
+                (bm, bo, bn, bf, _), bu = results[base][phase]
+                (tm, to, tn, tf, _), tu = results[arch][phase]
                 print(f"\n### {arch} - {base}, {phase}: {1e3 * (tu - bu):+.0f} ms per unit "
                       f"({tu / bu:.2f}x), {tn - bn:+.0f} ops ({tn / bn:.2f}x), {tf - bf:+.1f} GFLOP ({tf / bf:.2f}x) "
                       f"per unit")
