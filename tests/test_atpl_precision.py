@@ -39,6 +39,17 @@ def _is_autoencoder(arch):
     return ARCH_MODEL_NAME_REGISTRY[arch] == "atpl_autoencoder"
 
 
+def build_captioner(arch):
+    """``(model, dictionary)``: an image-captioning ``atpl*``/``nic*`` arch built as fairseq builds it,
+    on a 10-symbol dictionary and FEATURE_DIM-dimensional image features (seed 0)."""
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, ["/dev/null", "--task", "translation", "--arch", arch, "--cpu"])
+    args.max_target_positions = 64
+    d = toy_dictionary(10)
+    torch.manual_seed(0)
+    return ARCH_MODEL_REGISTRY[arch].build_model(args, _Task(d, FEATURE_DIM)), d
+
+
 def _build(arch):
     """``(model in eval mode, dictionary, encode(dtype) -> encoder_out, B)``."""
     B = 3
@@ -54,12 +65,7 @@ def _build(arch):
         def encode(dtype):
             return model.encoder(src, lengths)
     else:
-        parser = options.get_training_parser()
-        args = options.parse_args_and_arch(parser, ["/dev/null", "--task", "translation", "--arch", arch, "--cpu"])
-        args.max_target_positions = 64
-        d = toy_dictionary(10)
-        torch.manual_seed(0)
-        model = ARCH_MODEL_REGISTRY[arch].build_model(args, _Task(d, FEATURE_DIM))
+        model, d = build_captioner(arch)
         v = torch.randn(B, FEATURE_DIM, generator=torch.Generator().manual_seed(5))
 
         def encode(dtype):

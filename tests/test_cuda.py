@@ -1,6 +1,6 @@
 """The five systems on a CUDA GPU, through fairseq's own paths. Skipped where torch sees no GPU
 (CI, and this project's CPU machines); run it on a GPU machine with ``pytest tests/test_cuda.py``
-(docs/development.md, "GPU checks").
+(README, "GPU and half precision"; ``scripts/gpu_check.sh``).
 
 For the tiny presets of every model family (built as fairseq's CLIs build them):
 
@@ -22,9 +22,9 @@ import torch
 from fairseq.models import ARCH_MODEL_REGISTRY
 from fairseq.sequence_generator import SequenceGenerator
 
-from _builders import build, random_batch, toy_dictionary
-from test_atpl_precision import FEATURE_DIM, _is_autoencoder, _Task
-from test_cli_end_to_end import (N_TEST, _check_all_test_sentences, _generate_args, _num_updates, _ok, _out,
+from _builders import build, random_batch
+from test_atpl_precision import FEATURE_DIM, _is_autoencoder, build_captioner
+from test_cli_end_to_end import (_check_all_test_sentences, _generate_args, _num_updates, _ok, _out,
                                  _train_args, work)  # noqa: F401  (work: the binarized reversal task)
 from test_extractive import VARIANTS, make_batch
 from test_extractive import build as build_synthesizer
@@ -51,14 +51,7 @@ def _case(name, tmp_path):
         _, batch, _ = make_batch()
         return model, batch["net_input"]
     if arch in CAPTIONING and not _is_autoencoder(arch):
-        from fairseq import options
-
-        args = options.parse_args_and_arch(options.get_training_parser(),
-                                           ["/dev/null", "--task", "translation", "--arch", arch, "--cpu"])
-        args.max_target_positions = 64
-        d = toy_dictionary(10)
-        torch.manual_seed(0)
-        model = ARCH_MODEL_REGISTRY[arch].build_model(args, _Task(d, FEATURE_DIM))
+        model, d = build_captioner(arch)
         _, _, prev = random_batch(d, bsz=3, src_len=4, tgt_len=6)
         v = torch.randn(3, FEATURE_DIM, generator=torch.Generator().manual_seed(5))
         return model, {"image_features": v, "prev_output_tokens": prev}
@@ -79,19 +72,21 @@ def _to(net_input, device, dtype=None):
     return {k: move(v) for k, v in net_input.items()}
 
 
+def _encode(model, net_input):
+    """The encoder's output, from every input but ``prev_output_tokens`` (as fairseq's generator calls it)."""
+    return model.encoder.forward_torchscript({k: v for k, v in net_input.items() if k != "prev_output_tokens"})
+
+
 def _full(model, net_input):
     """Decoder logits of the teacher-forced pass (scores for the synthesizers)."""
     if "prev_output_tokens" not in net_input:
         return model(**net_input)[0]
-    enc_input = {k: v for k, v in net_input.items() if k != "prev_output_tokens"}
-    enc = model.encoder.forward_torchscript(enc_input)
-    return model.decoder(net_input["prev_output_tokens"], enc)[0]
+    return model.decoder(net_input["prev_output_tokens"], _encode(model, net_input))[0]
 
 
 def _incremental(model, net_input):
     """The same logits, one target position at a time through fairseq's incremental state."""
-    enc_input = {k: v for k, v in net_input.items() if k != "prev_output_tokens"}
-    enc = model.encoder.forward_torchscript(enc_input)
+    enc = _encode(model, net_input)
     prev, state = net_input["prev_output_tokens"], {}
     return torch.cat([model.decoder(prev[:, : t + 1], enc, incremental_state=state)[0]
                       for t in range(prev.size(1))], dim=1)
@@ -169,4 +164,3 @@ def test_fairseq_train_in_half_precision_then_generate(arch, precision, work, ru
     gen_args = [a for a in _generate_args(work / "bin", save / "checkpoint_last.pt", "--fp16") if a != "--cpu"]
     gen = _ok(run_cli("fairseq-generate", *gen_args, cwd=work), f"fairseq-generate --fp16 ({arch})")
     _check_all_test_sentences(gen.stdout)
-    assert N_TEST == 13
