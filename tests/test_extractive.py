@@ -649,3 +649,45 @@ def test_table_averages_the_seeds_of_one_name():
     errors = []
     group_runs([run("C-Tree", 30.0), run("C-Tree", 31.0, params=200)], error=errors.append)
     assert len(errors) == 1 and "different models" in errors[0]
+
+
+def _table(rows):
+    """A table.json of extractive_table from ``{model: (attention, [rouge1 per seed])}``."""
+    from fairseq_tpr.scoring.extractive import group_runs
+    runs = [{"model": model, "checkpoint": f"run/{att}/seed{seed}/ckpt/checkpoint_best.pt", "attention": att,
+             "heads": 1, "params_attention": 10, "params_total": 100, "rouge1": r1, "rouge2": r1 / 2,
+             "rougeL": r1 - 1, "picks_first": 50.0, "oracle_precision": 60.0}
+            for model, (att, r1s) in rows.items() for seed, r1 in enumerate(r1s, 1)]
+    return {"rows": group_runs(runs, error=pytest.fail)}
+
+
+def test_compare_tree_against_random_trees(tmp_path, capsys):
+    """extractive_compare: per model the two means, A - B, Welch's p (scipy) and the seeds with A > B;
+    a model that does not read the tree must be the same in both tables, else it is flagged."""
+    from scipy.stats import ttest_ind
+
+    from fairseq_tpr.cli import extractive_compare
+
+    a = _table({"C-Tree": ("ctree", [31.0, 32.0, 33.5]), "Dot Product(1)": ("dot", [30.0, 30.5, 31.0]),
+                "Dense": ("dense", [29.0, 29.5, 30.0])})
+    b = _table({"C-Tree": ("ctree", [30.0, 32.5, 31.0]), "Dot Product(1)": ("dot", [30.0, 30.5, 31.0]),
+                "Dense": ("dense", [29.0, 29.5, 30.1])})
+    rows = {r["model"]: r for r in extractive_compare.compare(a, b, ["rouge1", "rouge2"])}
+    ct = rows["C-Tree"]["rouge1"]
+    assert ct["diff"] == pytest.approx((31.0 + 32.0 + 33.5 - 30.0 - 32.5 - 31.0) / 3)
+    assert ct["p"] == pytest.approx(ttest_ind([31.0, 32.0, 33.5], [30.0, 32.5, 31.0], equal_var=False).pvalue)
+    assert ct["a_wins"] == 2 and ct["paired"] == 3 and rows["C-Tree"]["tree"]
+    assert rows["Dot Product(1)"]["same"] and not rows["Dot Product(1)"]["tree"]
+    assert not rows["Dense"]["same"]
+    ja, jb = tmp_path / "a.json", tmp_path / "b.json"
+    ja.write_text(json.dumps(a))
+    jb.write_text(json.dumps(b))
+    assert extractive_compare.main([str(ja), str(jb), "--labels", "RST", "random"]) == 0
+    out = capsys.readouterr().out
+    assert "| C-Tree | 32.17 ± 1.26 | 31.17 ± 1.26 | +1.00 (" in out and "2 of 3 | reads the tree |" in out
+    assert "| Dot Product(1) |" in out and "same (no tree read)" in out
+    assert "DIFFERS (should not read the tree)" in out
+    jb.write_text("{}")
+    with pytest.raises(SystemExit):
+        extractive_compare.main([str(ja), str(jb)])
+    assert "has no 'rows'" in capsys.readouterr().err

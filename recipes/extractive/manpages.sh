@@ -27,7 +27,9 @@
 # 6. tables: RUN_DIR/{tree,random}/table.md and table.json (fairseq_tpr.cli.extractive_table, top 1
 #    EDU, Lead-1 and Oracle rows, mean +- std over SEEDS, every run's figures in the JSON) and
 #    RUN_DIR/{tree,random}/curves.png (validation loss of every run: a colour per model, a line style
-#    per seed).
+#    per seed), and RUN_DIR/compare.md (fairseq_tpr.cli.extractive_compare: each model on RST trees
+#    against random trees, the difference and Welch's p over the seeds; the models that do not read
+#    the tree must come out the same in both).
 #
 # Time with the defaults on 2 idle cores (estimates, docs/extractive.md "The experiment in one
 # command"): corpus about 10 min; RST parse of 1,254 pages about 53 min (0.16 CPU-s per EDU, about
@@ -35,7 +37,7 @@
 # 27 min; tables 5 min: about 2 hours. VARIANTS are attention:heads; NAME is the attention (dot8,
 # dot1 for the dot products). FAIRSEQ_BIN (default .venv/bin), POS_WEIGHT as in debian_cpu.sh.
 set -euo pipefail
-if [[ $# -lt 1 ]]; then sed -n 2,36p "$0"; exit 2; fi
+if [[ $# -lt 1 ]]; then sed -n 2,38p "$0"; exit 2; fi
 RUN=$1
 CORPUS=${CORPUS:-$RUN/corpus}
 TRAIN_DOCS=${TRAIN_DOCS:-800}
@@ -156,4 +158,7 @@ for kind in tree random; do
     "$BIN/python" -m fairseq_tpr.cli.learning_curve "${logs[@]}" --labels "${labels[@]}" \
         --title "manual pages, $kind trees: validation loss" --out "$RUN/$kind/curves.png"
 done
-stamp "done: $RUN/tree/table.md (RST trees), $RUN/random/table.md (random trees), curves.png in each"
+stamp "compare: $RUN/compare.md (RST trees against random trees, model by model)"
+"$BIN/python" -m fairseq_tpr.cli.extractive_compare "$RUN/tree/table.json" "$RUN/random/table.json" \
+    --labels "RST trees" "random trees" --json "$RUN/compare.json" | tee "$RUN/compare.md"
+stamp "done: $RUN/tree/table.md (RST trees), $RUN/random/table.md (random trees), curves.png in each, $RUN/compare.md"
