@@ -58,6 +58,31 @@ def test_bash_syntax(script):
     assert proc.returncode == 0, proc.stderr
 
 
+# the scripts that print their usage (their leading comment block) when called without arguments;
+# recipes/math/_args.sh prints its caller's (train_cpu.sh, train_paper.sh)
+USAGE = [s for s in SCRIPTS if "sed -n '2,/^[^#]/{/^#/p}' \"$0\"" in (REPO / s).read_text(encoding="utf-8")
+         and not s.endswith("/_args.sh")] + ["recipes/math/train_cpu.sh", "recipes/math/train_paper.sh"]
+
+
+def test_usage_scripts_are_found():
+    assert len(USAGE) >= 15 and "recipes/extractive/manpages.sh" in USAGE
+
+
+@pytest.mark.parametrize("script", USAGE)
+def test_usage_is_the_header_comment(script):
+    """Without arguments a script exits 2 and prints its whole leading comment block, nothing more."""
+    lines = (REPO / script).read_text(encoding="utf-8").splitlines()
+    header = []
+    for line in lines[1:]:
+        if not line.startswith("#"):
+            break
+        header.append(line)
+    proc = subprocess.run(["bash", str(REPO / script)], cwd=REPO, capture_output=True, text=True, timeout=30,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2, proc.stderr
+    assert (proc.stdout + proc.stderr).splitlines() == header
+
+
 def _bash(script, *args, env_extra=None, timeout=600):
     """``bash REPO/script ARGS`` from the repository root with this venv first on PATH; asserts
     that it succeeds and returns the CompletedProcess."""

@@ -10,7 +10,7 @@
 # (optimizer, lr, batch, epochs, beam) are ours and named below. A GPU is assumed (drop --fp16
 # and add --cpu otherwise).
 set -euo pipefail
-if [[ $# -lt 4 ]]; then sed -n 2,12p "$0"; exit 2; fi
+if [[ $# -lt 4 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 2; fi
 JSON=$1; FEATS=$2; IDS=$3; OUT=$4; ARCHS=${5:-"atpl_coco nic"}
 BIN=${FAIRSEQ_BIN:-.venv/bin}
 USER_DIR=$(cd "$(dirname "$0")/../.." && pwd)/fairseq_tpr

@@ -17,7 +17,7 @@
 # HIDDEN=256 RANK=64 BATCH=32 LR=1e-3 (sizes the paper does not give: ours). A GPU is assumed
 # (recipes/_device.sh picks --fp16 for fairseq-train; DEVICE=cuda for the parser).
 set -euo pipefail
-if [[ $# -lt 2 ]]; then sed -n 2,18p "$0"; exit 2; fi
+if [[ $# -lt 2 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 2; fi
 WSJ=$1
 OUT=$2
 TRAIN_SECTIONS=${TRAIN_SECTIONS:-02 03 04 05 06 07 08 09 10 11 12 13 14 15 16 17 18 19 20 21}

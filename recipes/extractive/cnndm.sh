@@ -23,7 +23,7 @@
 # EDUs, 3 sentences); the authors also stop at 80 words and let an EDU bring the EDUs it needs, which
 # fairseq-tpr-extract --max-summary-words 80 --with-dependencies does for one checkpoint (docs/extractive.md).
 set -euo pipefail
-if [[ $# -lt 2 ]]; then sed -n 2,27p "$0"; exit 2; fi
+if [[ $# -lt 2 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 2; fi
 RAW=$1; OUT=$2
 VARIANTS=${3:-"dot:8 dot:1 dense random-learned random-fixed none dtree ctree ctree-nuc"}
 UNIT=${4:-edu}

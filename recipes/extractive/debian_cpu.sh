@@ -23,7 +23,7 @@
 # skipped when their output exists, so a rerun resumes (and with everything trained only prints
 # the table). Use another OUT for each TREES setting.
 set -euo pipefail
-if [[ $# -lt 2 ]]; then sed -n 2,26p "$0"; exit 2; fi
+if [[ $# -lt 2 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 2; fi
 TEXT=$1; OUT=$2
 VARIANTS=${3:-"dot:8 dot:1 dense random-learned random-fixed none dtree ctree ctree-nuc"}
 EPOCHS=${4:-3}

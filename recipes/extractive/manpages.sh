@@ -37,7 +37,7 @@
 # 27 min; tables 5 min: about 2 hours. VARIANTS are attention:heads; NAME is the attention (dot8,
 # dot1 for the dot products). FAIRSEQ_BIN (default .venv/bin), POS_WEIGHT as in debian_cpu.sh.
 set -euo pipefail
-if [[ $# -lt 1 ]]; then sed -n 2,38p "$0"; exit 2; fi
+if [[ $# -lt 1 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 2; fi
 RUN=$1
 CORPUS=${CORPUS:-$RUN/corpus}
 TRAIN_DOCS=${TRAIN_DOCS:-800}

@@ -3,7 +3,7 @@
 # save, arch (tp_transformer -> tp_transformer_math$ARCH_SUFFIX, transformer -> its matched
 # transformer_tp_math$ARCH_SUFFIX) and ROOT, and leaves the extra fairseq-train args in "$@".
 if [[ $# -lt 3 ]]; then
-    sed -n '2,12p' "$0" >&2
+    sed -n '2,/^[^#]/{/^#/p}' "$0" >&2
     exit 2
 fi
 model=$1 data=$2 save=$3

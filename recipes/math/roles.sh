@@ -23,7 +23,7 @@
 #    filler, TPR and layer output of the TP-Transformer, layer output of the Transformer
 #    (OUT/probe_TASK_MODEL.json and .md). About 15 CPU-minutes; the rest takes about 5.
 set -euo pipefail
-if [[ $# -lt 1 ]]; then sed -n '2,25p' "$0" >&2; exit 2; fi
+if [[ $# -lt 1 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 run=$1
 out=${2:-$run/analysis}
 data=$run/data/data-bin

@@ -18,7 +18,7 @@
 # RUN/NAME/done. The table (RUN_DIR/results.md, every run's figures in RUN_DIR/runs.json) and the
 # learning curves (RUN_DIR/curves.png) come at the end; a rerun with every run done only rebuilds them.
 set -euo pipefail
-if [[ $# -lt 1 ]]; then sed -n '2,19p' "$0" >&2; exit 2; fi
+if [[ $# -lt 1 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 run=$1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 source "$ROOT/recipes/_seeded_table.sh"  # run_done, seeded_table (RECORDS)

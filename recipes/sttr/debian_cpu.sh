@@ -13,7 +13,7 @@
 # moves in a few hundred CPU updates. Environment: MAX_UPDATE (500), VALID_EVERY (250),
 # VARIANTS ("transformer attention sttr"), LR, WARMUP, MAX_TOKENS (4096), SEED (1).
 set -euo pipefail
-if [[ $# -lt 1 ]]; then sed -n '2,14p' "$0" >&2; exit 2; fi
+if [[ $# -lt 1 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 run=$1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 data=${DEBIAN_DATA:-$run/corpus}

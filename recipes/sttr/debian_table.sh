@@ -28,7 +28,7 @@
 # with checkpoint_best.pt and train.log); fairseq_tpr's resume makes that the same as training
 # MAX_UPDATE updates from scratch.
 set -euo pipefail
-if [[ $# -lt 1 ]]; then sed -n '2,29p' "$0" >&2; exit 2; fi
+if [[ $# -lt 1 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 run=$1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 source "$ROOT/recipes/_seeded_table.sh"  # run_done, seeded_table (RECORDS)

@@ -13,7 +13,7 @@
 # TEMPLATES=DIR (DIR/{train,valid,test}.template), encoded like the corpus. Environment as
 # recipes/sttr/run.sh (VARIANTS, MAX_UPDATE (200000), MAX_TOKENS, UPDATE_FREQ, TPR, LAMBDA, ...).
 set -euo pipefail
-if [[ $# -lt 2 ]]; then sed -n '2,14p' "$0" >&2; exit 2; fi
+if [[ $# -lt 2 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 raw=$1 work=$2
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 if [[ ! -f "$work/corpus/data-bin/dict.source.txt" ]]; then

@@ -11,7 +11,7 @@
 # space-separated characters of the training articles (top 5, --max-df 0.05), or TEMPLATES=DIR as
 # in recipes/sttr/gigaword.sh. Environment as recipes/sttr/run.sh.
 set -euo pipefail
-if [[ $# -lt 2 ]]; then sed -n '2,12p' "$0" >&2; exit 2; fi
+if [[ $# -lt 2 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 raw=$1 work=$2
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 if [[ ! -f "$work/corpus/data-bin/dict.source.txt" ]]; then

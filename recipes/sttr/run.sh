@@ -19,7 +19,7 @@
 # LAMBDA, LR, WARMUP, MAX_TOKENS, MAX_UPDATE, VALID_EVERY; TRAIN_ARGS (extra fairseq-train args);
 # GEN_ARGS (extra fairseq-generate args).
 set -euo pipefail
-if [[ $# -lt 3 ]]; then sed -n '2,20p' "$0" >&2; exit 2; fi
+if [[ $# -lt 3 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 corpus=$1 src=$2 run=$3
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 src=$(cd "$src" && pwd)

@@ -13,7 +13,7 @@
 # VALID_EVERY (2000), SEED (1), FP16 (1 with CUDA). The log is appended to SAVE_DIR/train.log: a rerun
 # with the same SAVE_DIR resumes from checkpoint_last.pt (fairseq's --restore-file default).
 set -euo pipefail
-if [[ $# -lt 3 ]]; then sed -n '2,14p' "$0" >&2; exit 2; fi
+if [[ $# -lt 3 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 variant=$1 data=$2 save=$3
 shift 3
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

@@ -19,7 +19,7 @@
 # skips runs that wrote RUN/NAME/done; the table (RUN_DIR/results.md, every run's figures in
 # RUN_DIR/runs.json) and the curves (RUN_DIR/curves.png) are rebuilt at the end.
 set -euo pipefail
-if [[ $# -lt 1 ]]; then sed -n '2,21p' "$0" >&2; exit 2; fi
+if [[ $# -lt 1 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 run=$1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 source "$ROOT/recipes/_seeded_table.sh"  # run_done, seeded_table (RECORDS)

@@ -13,7 +13,7 @@
 # Fails unless every test line has a hypothesis. Environment: GEN_SUBSET (test), BATCH (32),
 # METRICS (fairseq-tpr-score --metrics; default: every scorer available).
 set -euo pipefail
-if [[ $# -lt 4 ]]; then sed -n '2,15p' "$0" >&2; exit 2; fi
+if [[ $# -lt 4 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 corpus=$1 data=$2 ckpt=$3 out=$4
 shift 4
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

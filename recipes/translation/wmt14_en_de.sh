@@ -16,7 +16,7 @@
 # detokenised output (--scoring sacrebleu) and fairseq's tokenised BLEU for comparison with
 # older tables. Results: RUN_DIR/bleu.txt. Environment: SIZE (paper | small, for CPU runs), FP16 (1).
 set -euo pipefail
-if [[ $# -lt 3 ]]; then sed -n '2,17p' "$0" >&2; exit 2; fi
+if [[ $# -lt 3 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 model=$1 data=$2 run=$3
 shift 3
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
