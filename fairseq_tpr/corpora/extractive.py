@@ -403,6 +403,13 @@ def _spelling(text):
     return "".join(ch for ch in text.lower() if ch.isalnum())
 
 
+def _first_difference(a, b, context=30):
+    """``(a around, b around)`` the first position where strings ``a`` and ``b`` differ ("..." marks a cut)."""
+    k = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    lo = max(0, k - context)
+    return tuple(("..." if lo else "") + s[lo:k + context] + ("..." if k + context < len(s) else "") for s in (a, b))
+
+
 def _is_same_unit(relation):
     return "".join(ch for ch in str(relation or "").lower() if ch.isalpha()) == "sameunit"
 
@@ -464,8 +471,10 @@ def build_split(pref, split, args, encoder, writer_cls=SplitWriter):
                                  f"needs ((text _!...!_) on every leaf, as preprocess/rst_parse writes)")
             tree_units, sentence = sentence_marks(texts)
             if units is not None and _spelling("".join(units)) != _spelling("".join(tree_units)):
+                tree_at, doc_at = _first_difference(_spelling("".join(tree_units)), _spelling("".join(units)))
                 raise InputError(f"{where}: the tree's units do not spell the document (is the tree directory from "
-                                 f"this input?): {' '.join(tree_units)[:80]!r} vs {' '.join(units)[:80]!r}")
+                                 f"this input?); comparing letters and digits, they part at tree {tree_at!r} vs "
+                                 f"document {doc_at!r}")
             units = tree_units
             if labels is not None and len(labels) != len(units):
                 raise InputError(f"{where}: {len(labels)} labels but the tree has {len(units)} units")

@@ -51,6 +51,7 @@ or Perl is a DependencyError, a bad INPUT an InputError (one ``error:`` line).
 """
 import argparse
 import contextlib
+import html
 import importlib.util
 import io
 import json
@@ -281,12 +282,15 @@ def tree_from_parser(pt, n_edus):
 
 _PTB = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}", "-LAB-": "<",
         "-RAB-": ">", "``": '"', "''": '"', "`": "'"}
+_PTB_INSIDE = re.compile("|".join(re.escape(k) for k in _PTB if k.startswith("-")))
+_ENTITY = re.compile(r"&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
 _QUOTES = set("\"'`\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u201f\u00ab\u00bb\u2039\u203a")
 
 
 def edu_texts(edus, text):
     """The text of each EDU (``edus``: its tokens as the parser gives them) as characters of ``text``:
-    every token is found in turn (PTB escapes undone, any quote matching any quote character), and
+    every token is found in turn (PTB escapes undone, also inside a token; any quote matching any quote
+    character; an HTML entity of the text, ``&amp;``, matching the character it stands for), and
     an EDU runs from its first token's first character to its last token's last. When a token
     cannot be found, every EDU is its tokens joined by spaces instead."""
     spans, pos = [], 0
@@ -300,15 +304,29 @@ def edu_texts(edus, text):
             spans.append((first, pos))
         return [text[a:b].strip() if a is not None else "" for a, b in spans]
     except LookupError:
-        return [" ".join(_PTB.get(str(t), str(t)).replace("\\/", "/").replace("\\*", "*") for t in tokens)
+        return [" ".join(_unescape(t.decode("utf-8") if isinstance(t, bytes) else str(t)) for t in tokens)
                 for tokens in edus]
+
+
+def _unescape(tok):
+    """The characters a parser token stands for: a whole-token PTB escape (``-LRB-`` -> ``(``, ````` ->
+    ``"``), the bracket escapes also inside a token (the tokenizer keeps ``=)`` as one token, ``=-RRB-``),
+    and ``\\/``, ``\\*`` unescaped."""
+    if tok in _PTB:
+        return _PTB[tok]
+    if "-" in tok:
+        tok = _PTB_INSIDE.sub(lambda m: _PTB[m.group(0)], tok)
+    return tok.replace("\\/", "/").replace("\\*", "*")
 
 
 def _find_token(tok, text, pos):
     """``(start, end)`` of token ``tok`` in ``text`` at or after ``pos`` (white space skipped)."""
     while pos < len(text) and text[pos].isspace():
         pos += 1
-    plain = _PTB.get(tok, tok).replace("\\/", "/").replace("\\*", "*")
+    plain = _unescape(tok)
+    entity = _ENTITY.match(text, pos)  # "&amp;" in the text, "&" from the parser's tokenizer
+    if entity and html.unescape(entity.group(0)) == plain:
+        return pos, entity.end()
     if text.startswith(plain, pos):
         return pos, pos + len(plain)
     if tok in ("``", "''", "`", "'") and pos < len(text) and text[pos] in _QUOTES:
