@@ -59,6 +59,7 @@ PANELS = (
 
 
 MAX_INLINE_LEGEND = 6
+LEGEND_ROWS = 14  # entries per column of the outside legend: what fits the 4.2-inch figure in "small" type
 
 
 def line_styles(labels: List[str]) -> Dict[str, dict]:
@@ -101,7 +102,8 @@ def plot_curves(runs: Dict[str, List[Dict[str, float]]], out: Path, title: str =
               if key == "loss" or any(key in r for rows in runs.values() for r in rows)]
     # many runs (a seeded table): one colour per model, one line style per seed, one legend outside
     many = len(runs) > MAX_INLINE_LEGEND
-    width = 5 * len(panels) + (3 if many else 0)
+    legend_columns = -(-len(runs) // LEGEND_ROWS) if many else 0  # 27 runs of a 9 x 3 table: 2 columns
+    width = 5 * len(panels) + 3 * legend_columns
     fig, axes = plt.subplots(1, len(panels), figsize=(width, 3.6 if not many else 4.2), squeeze=False)
     styles = line_styles(list(runs))
     for ax, (key, ylabel, panel_title) in zip(axes[0], panels):
@@ -116,7 +118,7 @@ def plot_curves(runs: Dict[str, List[Dict[str, float]]], out: Path, title: str =
         if not many:
             ax.legend()
     if many:
-        axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+        axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", ncol=legend_columns)
     if title:
         fig.suptitle(title)
     fig.tight_layout()

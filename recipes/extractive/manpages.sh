@@ -156,7 +156,8 @@ for kind in tree random; do
     "$BIN/python" -m fairseq_tpr.cli.extractive_table --data "$data" --split test --k 1 --selection-stats \
         --json "$RUN/$kind/table.json" Lead-1=lead Oracle=oracle "${ckpts[@]}" | tee "$RUN/$kind/table.md"
     "$BIN/python" -m fairseq_tpr.cli.learning_curve "${logs[@]}" --labels "${labels[@]}" \
-        --title "manual pages, $kind trees: validation loss" --out "$RUN/$kind/curves.png"
+        --title "manual pages, $([[ $kind == tree ]] && echo RST || echo random) trees: validation loss" \
+        --out "$RUN/$kind/curves.png"
 done
 stamp "compare: $RUN/compare.md (RST trees against random trees, model by model)"
 "$BIN/python" -m fairseq_tpr.cli.extractive_compare "$RUN/tree/table.json" "$RUN/random/table.json" \
