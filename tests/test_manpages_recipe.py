@@ -81,3 +81,7 @@ def test_manpages_recipe_smallest_setting(tmp_path):
     for f in ("test.labels.npy", "test.units.npy"):
         assert np.array_equal(np.load(run / "data" / f), np.load(run / "data-random" / f))
     assert not np.array_equal(np.load(run / "data/train.tree.npy"), np.load(run / "data-random/train.tree.npy"))
+    # the two tables side by side: Lead-1 and Oracle read no tree and must agree; C-Tree reads it
+    compare = {r["model"]: r for r in json.loads((run / "compare.json").read_text())["rows"]}
+    assert compare["Lead-1"]["same"] and compare["Oracle"]["same"] and compare["C-Tree"]["tree"]
+    assert "| C-Tree |" in (run / "compare.md").read_text()
