@@ -309,9 +309,9 @@ def edu_texts(edus, text):
 
 
 def _unescape(tok):
-    """The characters a parser token stands for: a whole-token PTB escape (``-LRB-`` -> ``(``, ````` ->
-    ``"``), the bracket escapes also inside a token (the tokenizer keeps ``=)`` as one token, ``=-RRB-``),
-    and ``\\/``, ``\\*`` unescaped."""
+    """The characters a parser token stands for: a whole-token PTB escape (``-LRB-`` -> ``(``, a doubled
+    backquote -> ``"``), the bracket escapes also inside a token (the tokenizer keeps ``=)`` as one token,
+    ``=-RRB-``), and ``\\/``, ``\\*`` unescaped."""
     if tok in _PTB:
         return _PTB[tok]
     if "-" in tok:
