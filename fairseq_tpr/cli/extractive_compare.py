@@ -22,7 +22,6 @@ import re
 import sys
 from pathlib import Path
 
-TREE_ATTENTIONS = ("dtree", "ctree", "ctree-nuc")
 NAMES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L",
          "picks_first": "picks unit 1", "oracle_precision": "picks the oracle unit"}
 
@@ -51,6 +50,8 @@ def compare(table_a, table_b, metrics):
     """One dict per model name found in both tables (A's order): per metric the two means and
     standard deviations, the difference, Welch's p and the number of paired seeds with A > B;
     ``same`` when every paired run has equal metrics; ``tree`` whether the attention reads the tree."""
+    from fairseq_tpr.modules.tree_attention import ENCODINGS  # the attentions that read the tree (imports torch)
+
     rows_b = {r["model"]: r for r in table_b["rows"]}
     out = []
     for ra in table_a["rows"]:
@@ -60,7 +61,7 @@ def compare(table_a, table_b, metrics):
         runs_a, runs_b = _runs(ra), _runs(rb)
         paired = sorted(set(runs_a) & set(runs_b))
         row = {"model": ra["model"], "attention": ra.get("attention"), "n_a": len(runs_a), "n_b": len(runs_b),
-               "tree": ra.get("attention") in TREE_ATTENTIONS,
+               "tree": ra.get("attention") in ENCODINGS,
                "same": bool(paired) and len(paired) == len(runs_a) == len(runs_b)
                and all(runs_a[s][m] == runs_b[s][m] for s in paired for m in metrics)}
         for m in metrics:
