@@ -47,6 +47,15 @@ def test_num_roles_zero(arch, flags):
         build(arch, *flags)
 
 
+@pytest.mark.parametrize("arch,flags", [
+    ("tp_transformer_d_tiny", ["--role-temperature", "0"]),
+    ("sttr_tiny", ["--tpr", "discrete", "--role-temperature", "-1"]),
+])
+def test_role_temperature_not_positive(arch, flags):
+    with pytest.raises(ConfigError, match=r"--role-temperature must be positive.*1 is the paper's Eq. 5"):
+        build(arch, *flags)
+
+
 @pytest.mark.parametrize("arch,extra", [
     ("tp_transformer_tiny", []), ("tp_transformer_d_tiny", []), ("sttr_tiny", ["--tpr", "discrete"]),
     ("sttr_tiny", []),

@@ -13,7 +13,8 @@ Run at their smallest setting (marked slow: ``make test-slow``), each in about a
   for 2 updates on CPU, ``--cpu --no-save``) on the fixture release of tests/test_math_dataset.py;
 - ``recipes/captioning/shapes.sh``: ATPL and its autoencoder for a few updates, scored by
   fairseq-tpr-caption-score (Java) and the scene check, unbinding vectors written;
-- ``recipes/summarization/debian_cpu.sh``, ``recipes/translation/debian_en_de_cpu.sh``,
+- ``recipes/summarization/debian_cpu.sh``, ``recipes/summarization/role_onehot_study.sh``,
+  ``recipes/translation/debian_en_de_cpu.sh``,
   ``recipes/sttr/debian_cpu.sh`` (with ``sttr/run.sh`` and ``sttr/train.sh``)
   on the Debian-format fixture of tests/test_debian_corpus.py through ``preprocess/debian.sh``;
 - ``recipes/extractive/debian_cpu.sh`` (hashed-word encoder, right-branching trees) on description
@@ -277,6 +278,21 @@ def test_summarization_debian_cpu(tmp_path, debian):
     proc = _bash("recipes/summarization/debian_cpu.sh", run, env_extra={
         "DEBIAN_DATA": debian, "MODELS": "tp_transformer", "SEEDS": "2", **SMALLEST_SUMMARIZATION})
     assert "tp_transformer-s2: done already" in proc.stdout
+
+
+@pytest.mark.slow  # a long end-to-end run: make test-slow
+def test_summarization_role_onehot_study(tmp_path, debian):
+    run = tmp_path / "onehot"
+    _bash("recipes/summarization/role_onehot_study.sh", run, env_extra={
+        "DEBIAN_DATA": debian, "VARIANTS": "base tau0.25 authors", "MAX_UPDATE": 2, "VALID_EVERY": 2,
+        "MAX_TOKENS": 512})
+    for variant, flag in (("base", "role_temperature=1.0"), ("tau0.25", "role_temperature=0.25"),
+                          ("authors", "role_scorer='authors'")):
+        log = (run / f"{variant}-s1/checkpoints/train.log").read_text()
+        assert flag in log and "role_onehot" in log
+    table = (run / "results.md").read_text()
+    assert all(v in table for v in ("base", "tau0.25", "authors"))
+    assert (run / "onehot.png").stat().st_size > 0
 
 
 @pytest.mark.slow  # a long end-to-end run: make test-slow

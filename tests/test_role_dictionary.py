@@ -13,6 +13,7 @@ def loop_role_binding(bind: DiscreteRoleBinding, F):
     roles = bind.roles.double()
     r_hat = torch.stack([roles[n] / roles[n].norm(p=2) for n in range(Nr)])  # Eq. 4
     W = bind.role_scorer.weight.double()  # (H * N_r) x d_m
+    bias = torch.zeros(H * Nr, dtype=torch.float64) if bind.role_scorer.bias is None else bind.role_scorer.bias.double()
     out = torch.zeros(T, B, C, dtype=torch.float64)
     dists = torch.zeros(T, B, H, Nr, dtype=torch.float64)
     for t in range(T):
@@ -20,7 +21,7 @@ def loop_role_binding(bind: DiscreteRoleBinding, F):
             f = F[t, b].double()
             R = []
             for h in range(H):
-                scores = W[h * Nr:(h + 1) * Nr] @ f  # F W_r^h
+                scores = (W[h * Nr:(h + 1) * Nr] @ f + bias[h * Nr:(h + 1) * Nr]) / bind.temperature  # F W_r^h / tau
                 a = torch.softmax(scores, dim=0)
                 dists[t, b, h] = a
                 R.append(sum(a[n] * r_hat[n] for n in range(Nr)))  # Eq. 5
@@ -38,6 +39,35 @@ def test_binding_matches_plain_loop():
     torch.testing.assert_close(out.double(), ref_out, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(dists.double(), ref_dists, atol=1e-6, rtol=1e-6)
     assert dists.shape == (4, 2, 3, 5)
+
+
+@pytest.mark.parametrize("temperature,scorer", [(0.25, "paper"), (1.0, "authors"), (3.0, "authors")])
+def test_temperature_and_authors_scorer_match_plain_loop(temperature, scorer):
+    """The study options (``--role-temperature``, ``--role-scorer authors``) against the same loop."""
+    torch.manual_seed(2)
+    bind = DiscreteRoleBinding(embed_dim=12, num_heads=3, num_roles=5, role_dim=4,
+                               temperature=temperature, scorer=scorer).double()
+    F = torch.randn(4, 2, 12, dtype=torch.float64)
+    out, dists = bind(F)
+    ref_out, ref_dists = loop_role_binding(bind, F)
+    torch.testing.assert_close(out, ref_out, atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(dists, ref_dists, atol=1e-12, rtol=1e-12)
+
+
+def test_scorer_initialisation_paper_and_authors():
+    """paper: no bias, Xavier uniform (bound sqrt(6 / (d_m + H N_r))); authors: a bias and
+    torch's nn.Linear initialisation (weight and bias within 1 / sqrt(d_m))."""
+    torch.manual_seed(3)
+    paper = DiscreteRoleBinding(64, 4, 25, 16)
+    authors = DiscreteRoleBinding(64, 4, 25, 16, scorer="authors")
+    assert paper.role_scorer.bias is None and authors.role_scorer.bias is not None
+    xavier, linear = (6 / (64 + 100)) ** 0.5, 1 / 64 ** 0.5
+    assert paper.role_scorer.weight.abs().max() <= xavier and paper.role_scorer.weight.abs().max() > linear
+    assert authors.role_scorer.weight.abs().max() <= linear and authors.role_scorer.bias.abs().max() <= linear
+    with pytest.raises(ValueError, match="role scorer must be one of paper, authors"):
+        DiscreteRoleBinding(64, 4, 25, 16, scorer="t5")
+    with pytest.raises(ValueError, match="role temperature must be positive"):
+        DiscreteRoleBinding(64, 4, 25, 16, temperature=0.0)
 
 
 def test_role_softmax_runs_in_fp32_under_bf16():

@@ -171,6 +171,13 @@ def check_num_roles(args, arch: str, context: str = "") -> None:
     if role_dim is None or role_dim < 1:
         raise ConfigError(f"--role-dim must be at least 1{context} (got {role_dim}): it is d_r, the size of a "
                           f"role embedding; heads x role-dim must equal the embedding size.")
+    temperature = getattr(args, "role_temperature", 1.0)
+    if not temperature > 0:  # also NaN
+        raise ConfigError(f"--role-temperature must be positive{context} (got {temperature}): it divides the role "
+                          f"logits before their softmax; 1 is the paper's Eq. 5.")
+    scorer = getattr(args, "role_scorer", "paper")
+    if scorer not in ("paper", "authors"):
+        raise ConfigError(f"--role-scorer must be paper or authors{context} (got {scorer!r}).")
 
 
 class ChecksOptions:

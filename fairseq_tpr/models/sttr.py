@@ -47,6 +47,7 @@ from .checks import ChecksOptions, check_heads_divide, check_num_roles, check_ro
 from .hub_entry import plugin_from_pretrained
 from .presets import default_sizes, set_defaults
 from .role_capture import ReturnsRoleAttention
+from .tp_transformer_d import add_role_study_args
 from .tpr_transformer_base import TPRTransformerDecoder, TPRTransformerEncoder
 
 TEMPLATE_MODES = ("none", "concat", "attention")
@@ -137,6 +138,7 @@ class STTRModel(ReturnsRoleAttention, ChecksOptions, TransformerModel):
         parser.add_argument("--role-dim", type=int, metavar="d_r",
                             help="with --tpr discrete: role size; heads x role-dim must equal the embedding size "
                                  "(default: embed-dim / heads)")
+        add_role_study_args(parser, "with --tpr discrete: ")
         parser.add_argument("--template-addnorm", action="store_true",
                             help="with --template-mode attention: the paper's AddNorm in Eq. 20, "
                                  "H_ts = LayerNorm(H_s + MultiHead(...)) (default: none, as the authors' code)")
@@ -237,7 +239,8 @@ class STTRModel(ReturnsRoleAttention, ChecksOptions, TransformerModel):
 def sttr(args):
     """STTR on fairseq's transformer defaults; template-aware attention as the authors' code, shared
     embeddings."""
-    set_defaults(args, template_mode="attention", tpr="none", num_roles=50, role_dim=None, share_all_embeddings=True,
+    set_defaults(args, template_mode="attention", tpr="none", num_roles=50, role_dim=None, role_temperature=1.0,
+                 role_scorer="paper", share_all_embeddings=True,
                  template_addnorm=False, template_gate_on="template", no_template_ffn=False)
     base_architecture(args)
 

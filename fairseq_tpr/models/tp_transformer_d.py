@@ -11,11 +11,22 @@ The role attention distributions of every binding are returned in the decoder's
 """
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import base_architecture
-from ..modules import RoleDecoderLayer, RoleEncoderLayer
+from ..modules import DiscreteRoleBinding, RoleDecoderLayer, RoleEncoderLayer
 from .role_capture import ReturnsRoleAttention
 from .presets import default_sizes, pre_ln, set_defaults
 from .checks import check_num_roles, check_role_dim
 from .tpr_transformer_base import TPRTransformerModelBase
+
+
+def add_role_study_args(parser, context: str = "") -> None:
+    """``--role-temperature`` and ``--role-scorer``: two departures from Eq. 5 for studying how
+    one-hot the role distributions become (``context`` prefixes their help, e.g. "with --tpr discrete: ")."""
+    parser.add_argument("--role-temperature", type=float, metavar="TAU",
+                        help=f"{context}divide the role logits F W_r by TAU before the softmax of Eq. 5 "
+                             "(default 1: the paper; below 1 sharper role distributions)")
+    parser.add_argument("--role-scorer", choices=DiscreteRoleBinding.SCORERS,
+                        help=f"{context}paper (default): W_r without bias, Xavier uniform, as Eq. 5; authors: "
+                             "with a bias and torch's nn.Linear initialisation, as the authors' code")
 
 
 @register_model("tp_transformer_d")
@@ -32,6 +43,7 @@ class TPTransformerDModel(ReturnsRoleAttention, TPRTransformerModelBase):
         parser.add_argument("--num-roles", type=int, metavar="N_r", help="role embeddings per dictionary (N_r)")
         parser.add_argument("--role-dim", type=int, metavar="d_r",
                             help="size of a role embedding (d_r); heads x d_r must equal the embedding size")
+        add_role_study_args(parser)
 
     @classmethod
     def check_options(cls, args, task):
@@ -60,7 +72,8 @@ def tp_transformer_d(args):
     """Jiang et al. 2021, Sec. 3.2 (TPT-d): 6+6 layers, 8 heads, d_k 64, d_m 512, d_f 2048,
     N_r 50 role embeddings of d_r 64 per layer, dropout 0.1, shared embeddings (T5-style)."""
     pre_ln(args)
-    set_defaults(args, tpr_in="both", num_roles=50, role_dim=64, dropout=0.1, share_all_embeddings=True)
+    set_defaults(args, tpr_in="both", num_roles=50, role_dim=64, role_temperature=1.0, role_scorer="paper",
+                 dropout=0.1, share_all_embeddings=True)
     base_architecture(args)
 
 

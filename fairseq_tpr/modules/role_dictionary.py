@@ -5,10 +5,14 @@ per head h, a scorer ``W_r^h`` (d_m -> N_r). With F the attention output *after*
 residual connection (Eq. 3)::
 
     r_hat_n = r_n / ||r_n||_2                              (Eq. 4)
-    R_h     = softmax(F W_r^h) r_hat        R = [R_1 .. R_H] (Eq. 5)
+    R_h     = softmax(F W_r^h / tau) r_hat  R = [R_1 .. R_H] (Eq. 5)
     TPR(F)  = R * F + F                                    (Eq. 6)
 
-so H * d_r must equal d_m. The role softmax runs in fp32 (also under fp16/bf16) and
+so H * d_r must equal d_m. The paper's Eq. 5 has no temperature (tau = 1, the default) and no
+bias; two options that are not the paper's serve the study of how one-hot the distributions
+become (docs/tp_transformer.md, deviations): ``temperature`` tau divides the role logits, and
+``scorer="authors"`` makes the scorers the authors' code's ``nn.Linear(d_m, H * N_r)``, with a
+bias and torch's default initialisation, instead of Eq. 5's bias-free Xavier-initialised W_r. The role softmax runs in fp32 (also under fp16/bf16) and
 its distributions are *returned* (never stored on the module) for analysis and for the
 ``role_onehot`` validation metric; F, R and the distributions are also published to the
 listeners of :mod:`.taps` (the models' ``extra["role_attn"]``, the analysis capture).
@@ -55,20 +59,30 @@ class DiscreteRoleBinding(nn.Module):
     (``T x B x H x d_r``, fp32 or wider), ``role_attn`` and ``tpr`` (the output).
 
     Parameters: ``roles`` (N_r x d_r, the dictionary r) and ``role_scorer``
-    (the H scorers W_r^h stacked: d_m -> H * N_r, no bias as in Eq. 5).
+    (the H scorers W_r^h stacked: d_m -> H * N_r; with ``scorer="paper"`` no bias, as in Eq. 5,
+    and Xavier uniform; with ``scorer="authors"`` a bias and torch's ``nn.Linear`` initialisation).
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, num_roles: int, role_dim: int):
+    SCORERS = ("paper", "authors")
+
+    def __init__(self, embed_dim: int, num_heads: int, num_roles: int, role_dim: int,
+                 temperature: float = 1.0, scorer: str = "paper"):
         super().__init__()
         if num_heads * role_dim != embed_dim:
             raise ValueError(
                 f"role binding needs heads x role_dim == embed_dim, got {num_heads} x {role_dim} != {embed_dim}"
             )
+        if not temperature > 0:
+            raise ValueError(f"role temperature must be positive, got {temperature}")
+        if scorer not in self.SCORERS:
+            raise ValueError(f"role scorer must be one of {', '.join(self.SCORERS)}, got {scorer!r}")
         self.num_heads, self.num_roles, self.role_dim = num_heads, num_roles, role_dim
+        self.temperature, self.scorer = float(temperature), scorer
         self.roles = nn.Parameter(torch.empty(num_roles, role_dim))
-        self.role_scorer = nn.Linear(embed_dim, num_heads * num_roles, bias=False)
+        self.role_scorer = nn.Linear(embed_dim, num_heads * num_roles, bias=scorer == "authors")
         nn.init.normal_(self.roles, mean=0.0, std=1.0)
-        nn.init.xavier_uniform_(self.role_scorer.weight)
+        if scorer == "paper":
+            nn.init.xavier_uniform_(self.role_scorer.weight)
 
     def normalized_roles(self, dtype: torch.dtype,
                          incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None) -> Tensor:
@@ -93,7 +107,9 @@ class DiscreteRoleBinding(nn.Module):
         roles_hat = self.normalized_roles(acc, incremental_state)  # N_r x d_r              (Eq. 4)
         # F W_r^h, all heads: (T B H) x N_r; linear() on the weight is what role_scorer's forward computes,
         # without nn.Module.__call__ (~2.5 us a call, a seventh of a tiny binding's decoding step)
-        logits = linear(x.reshape(T * B, C), self.role_scorer.weight).view(T * B * H, N_r)
+        logits = linear(x.reshape(T * B, C), self.role_scorer.weight, self.role_scorer.bias).view(T * B * H, N_r)
+        if self.temperature != 1.0:
+            logits = logits / self.temperature
         role_attn = role_softmax(logits if logits.dtype == acc else logits.to(acc))  # (T B H) x N_r  (Eq. 5)
         R = torch.mm(role_attn, roles_hat)  # (T B H) x d_r = T x B x [R_1 .. R_H]            (Eq. 5)
         R_F = R.view(T, B, C) if acc == x.dtype else R.view(T, B, C).to(x.dtype)
@@ -104,4 +120,6 @@ class DiscreteRoleBinding(nn.Module):
         return tpr, role_attn
 
     def extra_repr(self) -> str:
-        return f"heads={self.num_heads}, num_roles={self.num_roles}, role_dim={self.role_dim}"
+        extra = "" if self.temperature == 1.0 else f", temperature={self.temperature:g}"
+        extra += "" if self.scorer == "paper" else f", scorer={self.scorer}"
+        return f"heads={self.num_heads}, num_roles={self.num_roles}, role_dim={self.role_dim}{extra}"

@@ -80,12 +80,19 @@ def _role_sublayer(layer, x: Tensor, attention, layer_norm, binding, memory: Opt
     return x, attn
 
 
+def role_binding(cfg, embed_dim: int, heads: int) -> DiscreteRoleBinding:
+    """The binding of one attention sublayer from the model options ``--num-roles``, ``--role-dim``,
+    ``--role-temperature`` and ``--role-scorer``."""
+    return DiscreteRoleBinding(embed_dim, heads, cfg.num_roles, cfg.role_dim,
+                               temperature=cfg.role_temperature, scorer=cfg.role_scorer)
+
+
 class RoleEncoderLayer(TransformerEncoderLayerBase):
     """Encoder cell of TPT-d: ``F = z + MHA(LN(z))``; ``z' = TPR(F)``; ``out = z' + FF(LN(z'))``."""
 
     def __init__(self, cfg, return_fc=False):
         super().__init__(cfg, return_fc=return_fc)
-        self.self_attn_roles = DiscreteRoleBinding(self.embed_dim, cfg.encoder.attention_heads, cfg.num_roles, cfg.role_dim)
+        self.self_attn_roles = role_binding(cfg, self.embed_dim, cfg.encoder.attention_heads)
 
     def forward(self, x: Tensor, encoder_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor] = None):
         """x: ``T x B x C``; encoder_padding_mask: ``B x T`` (True = pad). Returns ``T x B x C``."""
@@ -102,10 +109,8 @@ class RoleDecoderLayer(TransformerDecoderLayerBase):
     def __init__(self, cfg, no_encoder_attn=False, add_bias_kv=False, add_zero_attn=False):
         super().__init__(cfg, no_encoder_attn=no_encoder_attn, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn)
         heads = cfg.decoder.attention_heads
-        self.self_attn_roles = DiscreteRoleBinding(self.embed_dim, heads, cfg.num_roles, cfg.role_dim)
-        self.encoder_attn_roles = (
-            None if no_encoder_attn else DiscreteRoleBinding(self.embed_dim, heads, cfg.num_roles, cfg.role_dim)
-        )
+        self.self_attn_roles = role_binding(cfg, self.embed_dim, heads)
+        self.encoder_attn_roles = None if no_encoder_attn else role_binding(cfg, self.embed_dim, heads)
 
     def forward(
         self,
