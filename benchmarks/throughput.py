@@ -5,7 +5,8 @@ fairseq's Transformer at matched sizes.
 For every model this measures, in a fresh Python process of its own:
 
 * **training tokens/s**: target tokens (fairseq's ``wps``) per second of
-  forward + backward + ``torch.optim.Adam`` step with fairseq's
+  forward + backward + Adam step (``--optimizer``: by default fairseq's own Adam, which
+  ``fairseq-train --optimizer adam`` builds; ``torch-adam``: ``torch.optim.Adam``) with fairseq's
   ``label_smoothed_cross_entropy`` (eps 0.1), on random token batches of one fixed
   shape (``--batch`` x ``--src-len`` source, ``--batch`` x ``--tgt-len`` target, no padding),
   after ``--warmup`` untimed steps;
@@ -114,6 +115,24 @@ def models_for(size):
 
 
 # ----------------------------------------------------------------------------- worker
+def make_optimizer(kind, model, dtype):
+    """Adam on ``model``'s parameters, lr 1e-4, betas (0.9, 0.98), the way the training runs it.
+
+    ``fairseq-adam``: what ``fairseq-train --optimizer adam --adam-betas '(0.9, 0.98)'`` builds
+    (``FairseqAdam``: fairseq's own per-tensor Adam, or its fused Adam where CUDA and apex are
+    there); ``torch-adam``: ``torch.optim.Adam`` (its per-tensor loop launches more ops per
+    parameter tensor, so models with more, smaller tensors pay more)."""
+    import torch
+
+    eps = 1e-8 if dtype == "fp32" else 1e-4  # fp16/bf16 parameters: keep eps representable
+    if kind == "torch-adam":
+        return torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=eps)
+    from fairseq.optim.adam import FairseqAdam, FairseqAdamConfig
+
+    return FairseqAdam(FairseqAdamConfig(lr=[1e-4], adam_betas="(0.9, 0.98)", adam_eps=eps, tpu=False),
+                       list(model.parameters()))
+
+
 def _rss_now_mb():
     """Current resident set size in MiB (Linux /proc), falling back to the peak."""
     try:
@@ -275,15 +294,14 @@ def worker(cfg):
 
     # ---- training --------------------------------------------------------------------
     model.train()
-    eps = 1e-8 if cfg["dtype"] == "fp32" else 1e-4  # fp16/bf16 parameters: keep eps representable
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=eps)
+    optimizer = make_optimizer(cfg["optimizer"], model, cfg["dtype"])
     batches = make_train_batches(d, B, S, T, cfg["warmup"] + cfg["steps"], cfg["seed"], device)
     if cuda:
         torch.cuda.reset_peak_memory_stats()
     losses = []
 
     def train_step(sample):
-        optimizer.zero_grad(set_to_none=True)
+        optimizer.zero_grad()  # set_to_none: the default of both optimizers
         loss, _, _ = criterion(model, sample)
         loss.backward()
         optimizer.step()
@@ -373,15 +391,14 @@ def worker_paired(cfg):
     for a in archs:
         model = built[a][0]
         model.train()
-        opts[a] = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98),
-                                   eps=1e-8 if cfg["dtype"] == "fp32" else 1e-4)
+        opts[a] = make_optimizer(cfg["optimizer"], model, cfg["dtype"])
     batches = make_train_batches(d, B, S, T, cfg["warmup"] + cfg["steps"], cfg["seed"], device)
 
     def train_fn(a, i):
         model, _, _, criterion, _ = built[a]
 
         def fn():
-            opts[a].zero_grad(set_to_none=True)
+            opts[a].zero_grad()
             loss, _, _ = criterion(model, batches[i])
             loss.backward()
             opts[a].step()
@@ -492,6 +509,10 @@ def parse_args(argv=None):
     p.add_argument("--gen-batches", type=int, help="timed generate() calls (default: 3 paper, 2 small and tiny)")
     p.add_argument("--gen-warmup", type=int, help="untimed generate() calls (default 1)")
     p.add_argument("--vocab", type=int, default=1000, help="joined dictionary size (incl. 4 specials)")
+    p.add_argument("--optimizer", choices=["fairseq-adam", "torch-adam"], default="fairseq-adam",
+                   help="the training step's Adam: fairseq-adam (default), what fairseq-train --optimizer adam "
+                        "builds; torch-adam, torch.optim.Adam (the measurements in docs/benchmarks.md before "
+                        "this option)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--target", type=float, default=0.90,
                    help="ratio a TP variant should reach (default 0.90, issue 20)")
@@ -516,7 +537,7 @@ def run_paired(args, archs, env):
     """Driver of ``--paired`` (see :func:`worker_paired`): one subprocess, models alternated."""
     cfg = {k: getattr(args, k) for k in ("device", "dtype", "batch", "src_len", "tgt_len", "warmup", "steps",
                                          "beam", "gen_batch", "gen_len", "gen_batches", "gen_warmup",
-                                         "vocab", "seed", "threads")}
+                                         "vocab", "seed", "threads", "optimizer")}
     cfg["archs"] = archs
     cfg["max_foreign_load"] = args.max_foreign_load if args.device.startswith("cpu") else 1e9
     if args.device.startswith("cpu"):
@@ -618,7 +639,7 @@ def main(argv=None):
           f"device {args.device} {args.dtype}{' (' + env['gpu'] + ')' if env['gpu'] else ''}")
     unit = "rounds" if args.paired else "timed"
     print(f"training: batch {args.batch} x src {args.src_len} x tgt {args.tgt_len}, {args.warmup} warm-up + "
-          f"{args.steps} {unit} steps | generation: beam {args.beam}, {args.gen_batch} sentences x "
+          f"{args.steps} {unit} steps, {args.optimizer} | generation: beam {args.beam}, {args.gen_batch} sentences x "
           f"{args.gen_len} tokens, {args.gen_warmup} warm-up + {args.gen_batches} {unit} calls | "
           + ("paired: one process, models alternated step by step" if args.paired
              else f"{args.repeats} repeats, one fresh process per model, models interleaved"), flush=True)
@@ -632,7 +653,7 @@ def main(argv=None):
         for arch in archs:
             cfg = {k: getattr(args, k) for k in ("device", "dtype", "batch", "src_len", "tgt_len", "warmup", "steps",
                                                  "beam", "gen_batch", "gen_len", "gen_batches", "gen_warmup",
-                                                 "vocab", "seed")}
+                                                 "vocab", "seed", "optimizer")}
             cfg["arch"] = arch
             # on CUDA the host load matters little: keep every unit
             cfg["max_foreign_load"] = args.max_foreign_load if args.device.startswith("cpu") else 1e9
