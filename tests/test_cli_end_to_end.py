@@ -188,6 +188,8 @@ def test_train_then_generate_all_sentences(arch, runs):
         assert valid_onehot, "the role criterion should log role_onehot for discrete roles:\n" + log[-3000:]
         assert 0.0 <= float(valid_onehot.group(1)) <= 1.0
         assert re.search(r"train_inner .*role_onehot=[0-9.]+", log)
+        for side in ("encoder", "decoder"):  # the same rate over each side's bindings
+            assert re.search(rf"valid on 'valid' subset .*\| role_onehot_{side} [0-9.]+", log)
     else:  # continuous roles: no role distributions, no metric (the config dump names the threshold)
         assert not re.search(r"role_onehot[= ][0-9]", log)
     gen = _ok(runs[f"generate[{arch}]"], f"fairseq-generate ({arch})")

@@ -50,9 +50,16 @@ def test_role_onehot_gets_its_own_panel(tmp_path):
     assert [r.get("role_onehot") for r in rows] == [0.2, 0.5]
     png = plot_curves({"a": rows}, tmp_path / "roles.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    assert [p[0] for p in PANELS] == ["loss", "accuracy", "role_onehot", "valid_f1", "valid_accuracy"]
+    assert [p[0] for p in PANELS] == ["loss", "accuracy", "role_onehot", "role_onehot_encoder",
+                                      "role_onehot_decoder", "valid_f1", "valid_accuracy"]
     # two panels (loss, role one-hot; no accuracy logged), 5 inches each at 110 dpi
     assert int.from_bytes(png[16:20], "big") == 2 * 5 * 110
+    # with the rates of each side: two more panels
+    sided = parse_valid_lines(LOG.replace("| accuracy 61.387", "| role_onehot 0.2 | role_onehot_encoder 0.1 | "
+                                          "role_onehot_decoder 0.6"))
+    assert sided[0]["role_onehot_decoder"] == 0.6 and sided[0]["role_onehot_encoder"] == 0.1
+    png = plot_curves({"a": sided}, tmp_path / "sides.png").read_bytes()
+    assert int.from_bytes(png[16:20], "big") == 5 * 5 * 110  # loss, accuracy (2nd line), 3 one-hot panels
 
 
 GRAMMAR_LOG = """\

@@ -13,7 +13,7 @@ Run at their smallest setting (marked slow: ``make test-slow``), each in about a
   for 2 updates on CPU, ``--cpu --no-save``) on the fixture release of tests/test_math_dataset.py;
 - ``recipes/captioning/shapes.sh``: ATPL and its autoencoder for a few updates, scored by
   fairseq-tpr-caption-score (Java) and the scene check, unbinding vectors written;
-- ``recipes/summarization/debian_cpu.sh``, ``recipes/summarization/role_onehot_study.sh``,
+- ``recipes/summarization/debian_cpu.sh`` (and ``roles.sh`` on its run), ``recipes/summarization/role_onehot_study.sh``,
   ``recipes/translation/debian_en_de_cpu.sh``,
   ``recipes/sttr/debian_cpu.sh`` (with ``sttr/run.sh`` and ``sttr/train.sh``)
   on the Debian-format fixture of tests/test_debian_corpus.py through ``preprocess/debian.sh``;
@@ -281,6 +281,20 @@ def test_summarization_debian_cpu(tmp_path, debian):
 
 
 @pytest.mark.slow  # a long end-to-end run: make test-slow
+def test_summarization_table_run_then_its_role_analysis(tmp_path, debian):
+    run = tmp_path / "summ-d"
+    _debian_recipe("summarization/debian_cpu.sh", run, debian, MODELS="tp_transformer_d", SEEDS="1",
+                   **SMALLEST_SUMMARIZATION)
+    _bash("recipes/summarization/roles.sh", run, env_extra={"DEBIAN_DATA": debian, "SEEDS": "1 2", "EXAMPLES": 5})
+    out = run / "analysis"
+    stats = (out / "stats-s1.md").read_text()
+    assert "| decoder.0.cross | 0 |" in stats and "Encoder: " in stats and "Decoder: " in stats
+    for png in ("role_usage-s1.png", "role_attn.png", "role_clusters.png"):
+        assert (out / png).stat().st_size > 0
+    assert not (out / "stats-s2.md").exists()  # seed 2 has no checkpoint: skipped
+
+
+@pytest.mark.slow  # a long end-to-end run: make test-slow
 def test_summarization_role_onehot_study(tmp_path, debian):
     run = tmp_path / "onehot"
     _bash("recipes/summarization/role_onehot_study.sh", run, env_extra={
@@ -293,6 +307,8 @@ def test_summarization_role_onehot_study(tmp_path, debian):
     table = (run / "results.md").read_text()
     assert all(v in table for v in ("base", "tau0.25", "authors"))
     assert (run / "onehot.png").stat().st_size > 0
+    sides = (run / "sides.md").read_text()  # one-hot rates of each run's last checkpoint, per side
+    assert all(f"| {v}-s1 | " in sides for v in ("base", "tau0.25", "authors"))
 
 
 @pytest.mark.slow  # a long end-to-end run: make test-slow

@@ -2,7 +2,10 @@
 import pytest
 import torch
 
-from fairseq_tpr.criterions.label_smoothed_cross_entropy_with_roles import role_onehot_counts
+from fairseq_tpr.criterions.label_smoothed_cross_entropy_with_roles import (
+    role_onehot_counts,
+    role_onehot_counts_by_side,
+)
 from fairseq_tpr.modules import DiscreteRoleBinding
 
 
@@ -97,6 +100,9 @@ def test_role_onehot_counts_on_hand_made_distributions():
                                         "decoder.layers.0.self_attn_roles": dec}, src_mask, tgt_mask, 0.98)
     # encoder: (t0,b0) peaked, (t0,b1) flat, (t1,b0) peaked, (t1,b1) padding -> 2 of 3; decoder: 1 of 4
     assert (onehot, total) == (3, 7)
+    by_side = role_onehot_counts_by_side({"encoder.layers.0.self_attn_roles": enc,
+                                          "decoder.layers.0.self_attn_roles": dec}, src_mask, tgt_mask, 0.98)
+    assert by_side == {"encoder": (2, 3), "decoder": (1, 4)}
 
 
 # ----------------------------------------------------------------------------- speed paths, same values

@@ -17,7 +17,7 @@ from fairseq_tpr.analysis import Capture, Dump, run_capture
 from fairseq_tpr.analysis.cluster import kmeans_roles, purity, read_token_labels
 from fairseq_tpr.analysis.dump import require_roles
 from fairseq_tpr.analysis.plots import plot_clusters, plot_heatmap
-from fairseq_tpr.analysis.stats import dump_stats, entropy, one_hot_rate, usage, usage_perplexity
+from fairseq_tpr.analysis.stats import dump_stats, entropy, format_stats, one_hot_rate, usage, usage_perplexity
 from fairseq_tpr.cli import roles as roles_cli
 from fairseq_tpr.errors import ConfigError, InputError
 
@@ -270,6 +270,9 @@ def test_dump_stats_over_sites_and_refusal_for_continuous_roles():
     assert s["sites"]["encoder.0.self"]["one_hot"]["0.98"] == 1.0
     assert s["sites"]["decoder.0.self"]["one_hot"]["0.98"] == 0.0
     assert s["all"]["one_hot"]["0.98"] == pytest.approx(3 / 5)
+    assert s["sides"] == {"encoder": {"distributions": 3, "one_hot": {"0.98": 1.0}},
+                          "decoder": {"distributions": 2, "one_hot": {"0.98": 0.0}}}
+    assert "Decoder: 2 distributions, 0.0% with max > 0.98" in format_stats(s, [0.98])
     cont = Dump({"kind": "continuous", "arch": "tp_transformer_tiny"}, [np.zeros(3, int)], [], [0], [], [],
                 {"encoder.0.self": {"role": [np.zeros((3, 4, 16))]}})
     with pytest.raises(ConfigError, match="no role distributions.*tp_transformer_d.*kmeans"):

@@ -214,13 +214,16 @@ def test_discrete_roles_are_returned_and_counted_with_the_right_masks():
     assert len(roles) == 2 * 2 + 2 * 2  # source + template encoder self-attention, decoder self + cross
     assert not any(m._forward_hooks for m in model.modules())
     ni = sample["net_input"]
-    want = 0
+    want = {"encoder": 0, "decoder": 0}
     for name, dist in roles.items():
         mask = (ni["template_tokens"] if ".template_encoder." in name else
                 ni["src_tokens"] if name.startswith("encoder.") else sample["target"]).ne(d.pad())
         assert dist.shape[:2] == mask.t().shape and dist.shape[2:] == (4, 8)
-        want += int(mask.sum()) * 4
-    assert log["role_dists"] == want and log["role_onehot_n"] == want  # threshold 0: every max counts
+        want["encoder" if name.startswith("encoder.") else "decoder"] += int(mask.sum()) * 4
+    total = want["encoder"] + want["decoder"]
+    assert log["role_dists"] == total and log["role_onehot_n"] == total  # threshold 0: every max counts
+    for side in ("encoder", "decoder"):  # template encoder bindings are the encoder's
+        assert log[f"role_dists_{side}"] == log[f"role_onehot_n_{side}"] == want[side] > 0
     _, _, plain = _criterion(task, template_mse_lambda=1.0)(build("sttr_tiny")[0], sample)
     assert "role_dists" not in plain
 

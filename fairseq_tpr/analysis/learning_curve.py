@@ -53,6 +53,8 @@ PANELS = (
     ("loss", "validation loss (base 2)", "validation loss"),
     ("accuracy", "token accuracy (%)", "validation token accuracy"),
     ("role_onehot", "share of role distributions with max > 0.98", "role one-hot rate"),
+    ("role_onehot_encoder", "share of role distributions with max > 0.98", "role one-hot rate, encoder"),
+    ("role_onehot_decoder", "share of role distributions with max > 0.98", "role one-hot rate, decoder"),
     ("valid_f1", "labelled bracket F1 (%)", "validation F1 (EVALB)"),
     ("valid_accuracy", "tag accuracy (%)", "validation tag accuracy"),
 )

@@ -78,7 +78,8 @@ def site_stats(A: np.ndarray, thresholds: Iterable[float]) -> Dict:
 def dump_stats(dump, thresholds: Iterable[float] = (0.98,)) -> Dict:
     """Statistics of every site of a :class:`~.dump.Dump` that holds role distributions, plus
     ``"all"``: the one-hot rate over every distribution of every site and head (what the
-    ``role_onehot`` validation metric reports)."""
+    ``role_onehot`` validation metric reports), and ``"sides"``: the same over the encoder's and
+    over the decoder's sites (``role_onehot_encoder`` / ``_decoder``)."""
     thresholds = list(thresholds)
     sites = {k: np.concatenate(c["role_attn"]) for k, c in dump.arrays.items() if "role_attn" in c}
     if not sites:
@@ -88,10 +89,15 @@ def dump_stats(dump, thresholds: Iterable[float] = (0.98,)) -> Dict:
             f"(--arch {dump.meta.get('arch')}). For continuous roles use `fairseq-tpr-roles kmeans`."
         )
     out = {"sites": {k: site_stats(A, thresholds) for k, A in sites.items()}}
-    flat = [A.reshape(-1, 1, A.shape[-1]) for A in sites.values()]
-    allA = np.concatenate(flat)
-    out["all"] = {"distributions": int(allA.shape[0]),
-                  "one_hot": {str(t): float(one_hot_rate(allA, t)[0]) for t in thresholds}}
+
+    def pooled(keys):
+        flat = np.concatenate([sites[k].reshape(-1, 1, sites[k].shape[-1]) for k in keys])
+        return {"distributions": int(flat.shape[0]),
+                "one_hot": {str(t): float(one_hot_rate(flat, t)[0]) for t in thresholds}}
+
+    out["all"] = pooled(list(sites))
+    out["sides"] = {side: pooled(keys) for side in ("encoder", "decoder")
+                    if (keys := [k for k in sites if k.split(".")[0] == side])}
     return out
 
 
@@ -106,8 +112,8 @@ def format_stats(stats: Dict, thresholds: Iterable[float]) -> str:
             rates = " | ".join(f"{100 * hs['one_hot'][t]:.1f}%" for t in thresholds)
             lines.append(f"| {key} | {h} | {s['tokens']} | {rates} | {hs['entropy']:.3f} | "
                          f"{hs['roles_used']} of {s['num_roles']} | {hs['usage_perplexity']:.2f} |")
-    a = stats["all"]
     lines.append("")
-    lines.append(f"All {a['distributions']} distributions: "
-                 + ", ".join(f"{100 * a['one_hot'][t]:.1f}% with max > {t}" for t in thresholds))
+    for name, a in [("All", stats["all"])] + [(side.capitalize(), a) for side, a in stats.get("sides", {}).items()]:
+        lines.append(f"{name}: {a['distributions']} distributions, "
+                     + ", ".join(f"{100 * a['one_hot'][t]:.1f}% with max > {t}" for t in thresholds))
     return "\n".join(lines)

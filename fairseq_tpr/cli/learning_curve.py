@@ -5,8 +5,9 @@
 
 Reads the ``valid on 'valid' subset`` lines that fairseq writes (``--log-format simple``
 or the default), taking ``num_updates``, ``loss`` and, when the criterion reports it
-(``--report-accuracy``), ``accuracy`` (token-level, in %), and ``role_onehot`` (discrete-role
-models under ``label_smoothed_cross_entropy_with_roles``). Writes one PNG with a loss panel and,
+(``--report-accuracy``), ``accuracy`` (token-level, in %), and ``role_onehot`` with its
+``role_onehot_encoder`` and ``role_onehot_decoder`` parts (discrete-role models under
+``label_smoothed_cross_entropy_with_roles``). Writes one PNG with a loss panel and,
 when any log has them, an accuracy panel and a role one-hot panel. Logs of
 ``fairseq-tpr-parse train`` / ``fairseq-tpr-pos-tagger`` (one ``epoch N: ...`` line per epoch)
 are drawn against epochs: validation loss and F1 or tag accuracy.

@@ -4,8 +4,13 @@
 distributions (one per token, head and binding, padding excluded) whose maximum exceeds
 ``--role-onehot-threshold`` (0.98 in the paper, which reports more than 90%). It reads
 ``extra["role_attn"]`` returned by models with discrete roles and logs nothing for
-other models, so it can be used with any ``--arch``.
+other models, so it can be used with any ``--arch``. ``role_onehot_encoder`` and
+``role_onehot_decoder`` are the same rate over the encoder's and the decoder's bindings: in
+summarization the sources have many more tokens than the summaries, so the pooled
+``role_onehot`` is mostly the encoder's.
 """
+from typing import Dict, Tuple
+
 from dataclasses import dataclass, field
 
 import torch
@@ -24,18 +29,34 @@ class LabelSmoothedCrossEntropyWithRolesConfig(LabelSmoothedCrossEntropyCriterio
     )
 
 
-def role_onehot_counts(role_attn, src_mask, tgt_mask, threshold: float):
-    """(number of distributions with max > threshold, number of distributions).
+SIDES = ("encoder", "decoder")
 
-    role_attn: name -> ``T x B x H x N_r``; names under ``encoder.`` are masked with
-    ``src_mask`` (``B x S``, True = real token), the others with ``tgt_mask`` (``B x T``)."""
-    onehot = total = 0
+
+def role_onehot_counts_by_side(role_attn, src_mask, tgt_mask, threshold: float) -> Dict[str, Tuple[int, int]]:
+    """side -> (number of distributions with max > threshold, number of distributions).
+
+    role_attn: name -> ``T x B x H x N_r``; names under ``encoder.`` are the encoder's and are
+    masked with ``src_mask`` (``B x S``, True = real token), the others are the decoder's and are
+    masked with ``tgt_mask`` (``B x T``)."""
+    counts = {side: [0, 0] for side in SIDES}
     for name, attn in role_attn.items():
-        mask = (src_mask if name.startswith("encoder.") else tgt_mask).t().unsqueeze(-1)  # T x B x 1
+        side = "encoder" if name.startswith("encoder.") else "decoder"
+        mask = (src_mask if side == "encoder" else tgt_mask).t().unsqueeze(-1)  # T x B x 1
         peaked = attn.max(dim=-1).values > threshold  # T x B x H
-        onehot += (peaked & mask).sum().item()
-        total += mask.sum().item() * attn.size(2)
-    return onehot, total
+        counts[side][0] += (peaked & mask).sum().item()
+        counts[side][1] += mask.sum().item() * attn.size(2)
+    return {side: (n, total) for side, (n, total) in counts.items()}
+
+
+def role_onehot_counts(role_attn, src_mask, tgt_mask, threshold: float) -> Tuple[int, int]:
+    """:func:`role_onehot_counts_by_side` over both sides."""
+    counts = role_onehot_counts_by_side(role_attn, src_mask, tgt_mask, threshold).values()
+    return sum(n for n, _ in counts), sum(total for _, total in counts)
+
+
+def add_counts(a: Dict[str, Tuple[int, int]], b: Dict[str, Tuple[int, int]]) -> Dict[str, Tuple[int, int]]:
+    """The side-wise sum of two :func:`role_onehot_counts_by_side` results."""
+    return {side: (a[side][0] + b[side][0], a[side][1] + b[side][1]) for side in SIDES}
 
 
 @register_criterion("label_smoothed_cross_entropy_with_roles", dataclass=LabelSmoothedCrossEntropyWithRolesConfig)
@@ -65,7 +86,11 @@ class LabelSmoothedCrossEntropyWithRolesCriterion(LabelSmoothedCrossEntropyCrite
         role_attn = net_output[1].get("role_attn") if isinstance(net_output[1], dict) else None
         if role_attn:
             with torch.no_grad():
-                logging_output["role_onehot_n"], logging_output["role_dists"] = self.role_counts(role_attn, sample)
+                counts = self.role_counts(role_attn, sample)
+            logging_output["role_onehot_n"] = sum(n for n, _ in counts.values())
+            logging_output["role_dists"] = sum(total for _, total in counts.values())
+            for side, (n, total) in counts.items():
+                logging_output[f"role_onehot_n_{side}"], logging_output[f"role_dists_{side}"] = n, total
         return loss, sample_size, logging_output
 
     def add_terms(self, loss, model, net_output, sample, sample_size, logging_output, reduce):
@@ -73,16 +98,17 @@ class LabelSmoothedCrossEntropyWithRolesCriterion(LabelSmoothedCrossEntropyCrite
         them, each logged in ``logging_output`` under its own name. None here."""
         return loss
 
-    def role_counts(self, role_attn, sample):
-        """(distributions with max > ``--role-onehot-threshold``, distributions), padding
+    def role_counts(self, role_attn, sample) -> Dict[str, Tuple[int, int]]:
+        """side -> (distributions with max > ``--role-onehot-threshold``, distributions), padding
         excluded: encoder bindings are masked with the source, the others with the target."""
-        return role_onehot_counts(role_attn, sample["net_input"]["src_tokens"].ne(self.padding_idx),
-                                  sample["target"].ne(self.padding_idx), self.role_onehot_threshold)
+        return role_onehot_counts_by_side(role_attn, sample["net_input"]["src_tokens"].ne(self.padding_idx),
+                                          sample["target"].ne(self.padding_idx), self.role_onehot_threshold)
 
     @classmethod
     def reduce_metrics(cls, logging_outputs) -> None:
         super().reduce_metrics(logging_outputs)
-        total = sum(log.get("role_dists", 0) for log in logging_outputs)
-        if total > 0:
-            onehot = sum(log.get("role_onehot_n", 0) for log in logging_outputs)
-            metrics.log_scalar("role_onehot", onehot / total, total, round=4)
+        for suffix in ("", "_encoder", "_decoder"):
+            total = sum(log.get(f"role_dists{suffix}", 0) for log in logging_outputs)
+            if total > 0:
+                onehot = sum(log.get(f"role_onehot_n{suffix}", 0) for log in logging_outputs)
+                metrics.log_scalar(f"role_onehot{suffix}", onehot / total, total, round=4)

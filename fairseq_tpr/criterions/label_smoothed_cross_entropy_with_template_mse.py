@@ -50,7 +50,8 @@ from ..modules.template_fusion import masked_mean, shifting_loss
 from .label_smoothed_cross_entropy_with_roles import (
     LabelSmoothedCrossEntropyWithRolesConfig,
     LabelSmoothedCrossEntropyWithRolesCriterion,
-    role_onehot_counts,
+    add_counts,
+    role_onehot_counts_by_side,
 )
 
 
@@ -162,12 +163,12 @@ class LabelSmoothedCrossEntropyWithTemplateMSECriterion(LabelSmoothedCrossEntrop
         """As the roles criterion, but template-encoder bindings are masked with the template."""
         template = {k: v for k, v in role_attn.items() if k.startswith("encoder.template_encoder.")}
         rest = {k: v for k, v in role_attn.items() if k not in template}
-        n, total = super().role_counts(rest, sample)
-        if template:
-            n2, t2 = role_onehot_counts(template, sample["net_input"]["template_tokens"].ne(self.padding_idx),
-                                        sample["target"].ne(self.padding_idx), self.role_onehot_threshold)
-            n, total = n + n2, total + t2
-        return n, total
+        counts = super().role_counts(rest, sample)
+        if template:  # names under encoder.: counted as the encoder's
+            counts = add_counts(counts, role_onehot_counts_by_side(
+                template, sample["net_input"]["template_tokens"].ne(self.padding_idx),
+                sample["target"].ne(self.padding_idx), self.role_onehot_threshold))
+        return counts
 
     @classmethod
     def reduce_metrics(cls, logging_outputs) -> None:

@@ -17,8 +17,11 @@
 # Data: DEBIAN_DATA (RUN_DIR/data), built with preprocess/debian.sh unless it exists. One thread per
 # run. Resumable as the seeded tables (RUN/<variant>-s<seed>/done; RECORDS=FILE counts the runs FILE
 # holds as done). The table (RUN_DIR/results.md: last validation loss and one-hot rate; every run's
-# curve in RUN_DIR/runs.json) and the curves of validation loss and one-hot rate
-# (RUN_DIR/onehot.png) come at the end.
+# curve in RUN_DIR/runs.json) and the curves of validation loss and one-hot rates, pooled and per side
+# (RUN_DIR/onehot.png) come at the end, and the one-hot rates of each run's last checkpoint on the first
+# EXAMPLES (200) validation examples, pooled, encoder and decoder (fairseq-tpr-roles stats:
+# RUN/<variant>-s<seed>/stats.md, the summary in RUN_DIR/sides.md): the pooled rate is mostly the
+# encoder's, whose sources are many times longer than the synopses.
 set -euo pipefail
 if [[ $# -lt 1 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 run=$1
@@ -52,8 +55,26 @@ for variant in $variants; do
             touch "$dir/done"
         fi
         [[ -f "$dir/checkpoints/train.log" ]] && { logs+=("$dir/checkpoints/train.log"); labels+=("$name"); }
+        if [[ -f "$dir/checkpoints/checkpoint_last.pt" && ! -f "$dir/stats.json" ]]; then
+            fairseq-tpr-roles dump "$data/summarization/data-bin" --path "$dir/checkpoints/checkpoint_last.pt"                 --split valid --max-examples "${EXAMPLES:-200}" --components role_attn --cpu --out "$dir/roles.npz"
+            fairseq-tpr-roles stats "$dir/roles.npz" --json "$dir/stats.json" > "$dir/stats.md"
+            rm -f "$dir/roles.npz"
+        fi
     done
 done
+python - "$run" $variants <<'PY' | tee "$run/sides.md"
+import json, sys
+from pathlib import Path
+run, variants = Path(sys.argv[1]), sys.argv[2:]
+print("| run | one-hot (max > 0.98), all bindings | encoder | decoder |")
+print("|---|---:|---:|---:|")
+for variant in variants:
+    for stats in sorted(run.glob(f"{variant}-s*/stats.json")):
+        s = json.loads(stats.read_text())
+        cells = [s["all"]] + [s["sides"].get(side) for side in ("encoder", "decoder")]
+        print(f"| {stats.parent.name} | " + " | ".join(
+            "-" if c is None else f"{100 * c['one_hot']['0.98']:.1f}%" for c in cells) + " |")
+PY
 seeded_table "$run" "tp_transformer_d role one-hot study, Debian synopses, $MAX_UPDATE updates" "$variants" "$seeds"
 if [[ ${#logs[@]} -gt 0 ]]; then
     python -m fairseq_tpr.cli.learning_curve "${logs[@]}" --labels "${labels[@]}" --out "$run/onehot.png" \
