@@ -372,12 +372,13 @@ def fairseq_train_in_process(*argv):
     cfg = train_config(*argv)
     records, root = _Records(), logging.getLogger()
     root.addHandler(records)
-    level, root.level = root.level, logging.INFO
+    level = root.level
+    root.setLevel(logging.INFO)  # setLevel, not `root.level =`: it clears the loggers' cached isEnabledFor
     try:
         train.main(cfg)
     finally:
         root.removeHandler(records)
-        root.level = level
+        root.setLevel(level)
     return "\n".join(records.lines)
 
 
