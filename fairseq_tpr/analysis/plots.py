@@ -22,20 +22,28 @@ def _plt():
 
 def plot_clusters(rows: Sequence[Sequence[str]], labels: Sequence[np.ndarray], k: int, path: str,
                   title: str = "", max_len: int = 80, dpi: int = 90) -> str:
-    """One row per example: each symbol in a square coloured by its cluster, the cluster id beneath.
+    """One row per example: each symbol in a box coloured by its cluster, the cluster id beneath.
 
     ``rows[i]`` are the symbols at the positions of ``labels[i]`` (same length). Rows longer
-    than ``max_len`` are cut (the title says so)."""
+    than ``max_len`` are cut (the title says so). A box is a square for a symbol of one or two
+    characters and wider for longer ones (subword tokens), so that their text does not overlap."""
     plt = _plt()
     cmap = plt.get_cmap("tab20" if k <= 20 else "gist_ncar", max(k, 1))
-    width = min(max(len(r) for r in rows), max_len)
+
+    def box(tok: str) -> float:
+        return max(1.0, 0.45 * len(display(tok)) + 0.2)
+
+    width = max(sum(box(t) for t in r[:max_len]) for r in rows)
     fig, ax = plt.subplots(figsize=(0.22 * width + 0.6, 0.5 * len(rows) + 0.6))
     for i, (toks, lab) in enumerate(zip(rows, labels)):
         y = len(rows) - 1 - i
-        for j, (tok, c) in enumerate(zip(toks[:max_len], lab[:max_len])):
-            ax.add_patch(plt.Rectangle((j, y + 0.3), 0.95, 0.65, color=cmap(int(c) % cmap.N)))
-            ax.text(j + 0.47, y + 0.62, display(tok), ha="center", va="center", fontsize=8)
-            ax.text(j + 0.47, y + 0.12, str(int(c)), ha="center", va="center", fontsize=5, color="0.3")
+        x = 0.0
+        for tok, c in zip(toks[:max_len], lab[:max_len]):
+            w = box(tok)
+            ax.add_patch(plt.Rectangle((x, y + 0.3), w - 0.05, 0.65, color=cmap(int(c) % cmap.N)))
+            ax.text(x + w / 2, y + 0.62, display(tok), ha="center", va="center", fontsize=8)
+            ax.text(x + w / 2, y + 0.12, str(int(c)), ha="center", va="center", fontsize=5, color="0.3")
+            x += w
     cut = any(len(r) > max_len for r in rows)
     ax.set_xlim(0, width)
     ax.set_ylim(0, len(rows))
