@@ -56,6 +56,16 @@ def test_role_temperature_not_positive(arch, flags):
         build(arch, *flags)
 
 
+def test_role_scorer_unknown_under_hydra():
+    """fairseq-train's --role-scorer has argparse choices; a Hydra config (model.role_scorer) reaches
+    the model's check instead."""
+    from fairseq_tpr.models.checks import check_num_roles
+
+    args = Namespace(num_roles=5, role_dim=4, role_temperature=1.0, role_scorer="t5")
+    with pytest.raises(ConfigError, match=r"--role-scorer must be one of paper, authors \(got 't5'\)"):
+        check_num_roles(args, "tp_transformer_d")
+
+
 @pytest.mark.parametrize("arch,extra", [
     ("tp_transformer_tiny", []), ("tp_transformer_d_tiny", []), ("sttr_tiny", ["--tpr", "discrete"]),
     ("sttr_tiny", []),

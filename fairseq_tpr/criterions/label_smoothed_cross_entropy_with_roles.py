@@ -48,10 +48,14 @@ def role_onehot_counts_by_side(role_attn, src_mask, tgt_mask, threshold: float) 
     return {side: (n, total) for side, (n, total) in counts.items()}
 
 
+def pooled(counts: Dict[str, Tuple[int, int]]) -> Tuple[int, int]:
+    """A :func:`role_onehot_counts_by_side` result summed over the sides."""
+    return sum(n for n, _ in counts.values()), sum(total for _, total in counts.values())
+
+
 def role_onehot_counts(role_attn, src_mask, tgt_mask, threshold: float) -> Tuple[int, int]:
     """:func:`role_onehot_counts_by_side` over both sides."""
-    counts = role_onehot_counts_by_side(role_attn, src_mask, tgt_mask, threshold).values()
-    return sum(n for n, _ in counts), sum(total for _, total in counts)
+    return pooled(role_onehot_counts_by_side(role_attn, src_mask, tgt_mask, threshold))
 
 
 def add_counts(a: Dict[str, Tuple[int, int]], b: Dict[str, Tuple[int, int]]) -> Dict[str, Tuple[int, int]]:
@@ -87,8 +91,7 @@ class LabelSmoothedCrossEntropyWithRolesCriterion(LabelSmoothedCrossEntropyCrite
         if role_attn:
             with torch.no_grad():
                 counts = self.role_counts(role_attn, sample)
-            logging_output["role_onehot_n"] = sum(n for n, _ in counts.values())
-            logging_output["role_dists"] = sum(total for _, total in counts.values())
+            logging_output["role_onehot_n"], logging_output["role_dists"] = pooled(counts)
             for side, (n, total) in counts.items():
                 logging_output[f"role_onehot_n_{side}"], logging_output[f"role_dists_{side}"] = n, total
         return loss, sample_size, logging_output

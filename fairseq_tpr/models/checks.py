@@ -30,6 +30,7 @@ import os
 from typing import Dict, Optional
 
 from ..errors import ConfigError
+from ..modules.role_dictionary import DiscreteRoleBinding
 from .hydra_args import accepts_hydra_config
 
 SIDES = ("source", "target")
@@ -176,8 +177,9 @@ def check_num_roles(args, arch: str, context: str = "") -> None:
         raise ConfigError(f"--role-temperature must be positive{context} (got {temperature}): it divides the role "
                           f"logits before their softmax; 1 is the paper's Eq. 5.")
     scorer = getattr(args, "role_scorer", "paper")
-    if scorer not in ("paper", "authors"):
-        raise ConfigError(f"--role-scorer must be paper or authors{context} (got {scorer!r}).")
+    if scorer not in DiscreteRoleBinding.SCORERS:
+        raise ConfigError(f"--role-scorer must be one of {', '.join(DiscreteRoleBinding.SCORERS)}{context} "
+                          f"(got {scorer!r}).")
 
 
 class ChecksOptions:
