@@ -1,5 +1,5 @@
 # Sourced by the seeded table recipes (math/table1.sh, summarization/debian_cpu.sh,
-# translation/debian_en_de_cpu.sh, sttr/debian_table.sh).
+# summarization/role_onehot_study.sh, translation/debian_en_de_cpu.sh, sttr/debian_table.sh).
 #
 # seeded_table RUN TITLE "MODELS" "SEEDS": one row per model over its finished seed runs
 # RUN/<model>-s<seed> (run_done; a run still training, here or in another recipe process, is left out
@@ -16,6 +16,15 @@ _recorded=""
 # run_done RUN/NAME: true when the run finished here (RUN/NAME/done) or RECORDS holds a run NAME
 run_done() {
     [[ -f "$1/done" ]] || grep -qxF "$(basename "$1")" <<< "$_recorded"
+}
+
+# pending RUN/NAME: true when the run is to be trained now: ONLY (a list of names), when set, names it,
+# and it is not done (run_done; says so)
+pending() {
+    local name
+    name=$(basename "$1")
+    [[ -z "${ONLY:-}" || " $ONLY " == *" $name "* ]] || return 1
+    if run_done "$1"; then echo "== $name: done already"; return 1; fi
 }
 
 seeded_table() {

@@ -146,6 +146,26 @@ def test_seeded_recipes_skip_recorded_runs(tmp_path):
     assert out.splitlines() == ["tf-s1 done", "tf-s2 todo", "local-s1 done"]
 
 
+def test_pending_takes_the_runs_only_names_and_not_done(tmp_path):
+    """recipes/_seeded_table.sh: pending RUN/NAME is true for a run ONLY names (all when ONLY is unset)
+    that is not done, and says "done already" for a finished one."""
+    run = tmp_path / "run"
+    (run / "a-s1").mkdir(parents=True)
+    (run / "a-s1" / "done").touch()
+    script = (f'source {ROOT / "recipes" / "_seeded_table.sh"}; for n in a-s1 a-s2 b-s1 b-s10; do '
+              f'pending {run}/$n && echo "$n train"; done; true')
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    env.pop("RECORDS", None)
+    for only, expected in [(None, ["== a-s1: done already", "a-s2 train", "b-s1 train", "b-s10 train"]),
+                           ("a-s1 b-s1", ["== a-s1: done already", "b-s1 train"]),
+                           ("b-s1", ["b-s1 train"])]:
+        env.pop("ONLY", None)
+        if only is not None:
+            env["ONLY"] = only
+        out = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, check=True).stdout
+        assert out.splitlines() == expected, only
+
+
 def test_seeded_table_leaves_out_a_run_still_training(tmp_path):
     """recipes/_seeded_table.sh: a run directory without RUN/NAME/done (still training, e.g. in another
     lane) is not averaged into its row; a line says so."""

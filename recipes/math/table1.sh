@@ -21,7 +21,7 @@ set -euo pipefail
 if [[ $# -lt 1 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 run=$1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-source "$ROOT/recipes/_seeded_table.sh"  # run_done, seeded_table (RECORDS)
+source "$ROOT/recipes/_seeded_table.sh"  # run_done, pending, seeded_table (RECORDS)
 MODULES=${MODULES:-numbers__place_value,comparison__pair,numbers__round_number,arithmetic__add_or_sub,polynomials__evaluate}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 data="$run/data/data-bin"
@@ -32,9 +32,8 @@ fi
 for model in transformer tp_transformer; do
     for seed in 1 2 3; do
         name="$model-s$seed"
-        [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] && continue
         dir="$run/$name"
-        run_done "$dir" && { echo "== $name: done already"; continue; }
+        pending "$dir" || continue
         echo "== $name: training"
         extra=()
         [[ "$model" == transformer ]] && extra=(--encoder-ffn-embed-dim 640 --decoder-ffn-embed-dim 640)

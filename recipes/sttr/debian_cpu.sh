@@ -16,10 +16,8 @@ set -euo pipefail
 if [[ $# -lt 1 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 run=$1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-data=${DEBIAN_DATA:-$run/corpus}
-if [[ ! -f "$data/summarization/data-bin/dict.source.txt" ]]; then
-    bash "$ROOT/preprocess/debian.sh" "$data"
-fi
+source "$ROOT/recipes/_debian_data.sh"  # debian_data
+debian_data "$run/corpus"
 export ARCH=sttr_gigaword MAX_UPDATE=${MAX_UPDATE:-500} VALID_EVERY=${VALID_EVERY:-250} \
     LR=${LR:-1e-3} WARMUP=${WARMUP:-200}
 sizes="--encoder-layers 3 --decoder-layers 3 --encoder-embed-dim 128 --decoder-embed-dim 128"

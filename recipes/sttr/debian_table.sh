@@ -31,10 +31,10 @@ set -euo pipefail
 if [[ $# -lt 1 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 run=$1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-source "$ROOT/recipes/_seeded_table.sh"  # run_done, seeded_table (RECORDS)
-debian=${DEBIAN_DATA:-$ROOT/runs/debian}
-[[ -f "$debian/summarization/data-bin/dict.source.txt" ]] || bash "$ROOT/preprocess/debian.sh" "$debian"
-src="$(cd "$debian/summarization" && pwd)"
+source "$ROOT/recipes/_seeded_table.sh"  # run_done, pending, seeded_table (RECORDS)
+source "$ROOT/recipes/_debian_data.sh"  # debian_data
+debian_data "$ROOT/runs/debian"
+src="$(cd "$data/summarization" && pwd)"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
 link_data() {  # link_data DEST: a data-bin of symlinks to the corpus, plus spm.model and text/
@@ -87,9 +87,8 @@ runs=(
 for spec in "${runs[@]}"; do
     read -r name variant lambda seed data <<< "$spec"
     data=${data:-data}
-    [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] && continue
     dir="$run/$name"
-    run_done "$dir" && { echo "== $name: done already"; continue; }
+    pending "$dir" || continue
     if [[ -n "${FROM:-}" && ! -f "$dir/checkpoints/checkpoint_last.pt" ]]; then
         [[ -f "$FROM/$name/checkpoints/checkpoint_last.pt" ]] || { echo "error: $FROM/$name has no checkpoint_last.pt" >&2; exit 2; }
         mkdir -p "$dir/checkpoints"

@@ -22,11 +22,9 @@ set -euo pipefail
 if [[ $# -lt 1 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 run=$1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-source "$ROOT/recipes/_seeded_table.sh"  # run_done, seeded_table (RECORDS)
-data=${DEBIAN_DATA:-$run/data}
-if [[ ! -f "$data/summarization/data-bin/dict.source.txt" ]]; then
-    bash "$ROOT/preprocess/debian.sh" "$data"
-fi
+source "$ROOT/recipes/_seeded_table.sh"  # run_done, pending, seeded_table (RECORDS)
+source "$ROOT/recipes/_debian_data.sh"  # debian_data
+debian_data "$run/data"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 export SIZE=small MAX_UPDATE=${MAX_UPDATE:-6000} VALID_EVERY=${VALID_EVERY:-250} OPTIMIZER=${OPTIMIZER:-adam} \
     LR=${LR:-2e-3} WARMUP=${WARMUP:-200}
@@ -35,8 +33,7 @@ seeds=${SEEDS:-1 2 3}
 for model in $models; do
     for seed in $seeds; do
         name="$model-s$seed" dir="$run/$model-s$seed"
-        [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] && continue
-        run_done "$dir" && { echo "== $name: done already"; continue; }
+        pending "$dir" || continue
         echo "== $name: training $MAX_UPDATE updates"
         SEED=$seed bash "$ROOT/recipes/summarization/train.sh" "$model" "$data/summarization/data-bin" \
             "$dir/checkpoints" --max-source-positions 256

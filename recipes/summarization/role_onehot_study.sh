@@ -27,10 +27,8 @@ if [[ $# -lt 1 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 run=$1
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 source "$ROOT/recipes/_seeded_table.sh"  # run_done, seeded_table (RECORDS)
-data=${DEBIAN_DATA:-$run/data}
-if [[ ! -f "$data/summarization/data-bin/dict.source.txt" ]]; then
-    bash "$ROOT/preprocess/debian.sh" "$data"
-fi
+source "$ROOT/recipes/_debian_data.sh"  # debian_data
+debian_data "$run/data"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 export SIZE=small MAX_UPDATE=${MAX_UPDATE:-1500} VALID_EVERY=${VALID_EVERY:-250}
 variants=${VARIANTS:-base lr5e-4 adafactor tau0.25 authors}
@@ -56,7 +54,8 @@ for variant in $variants; do
         fi
         [[ -f "$dir/checkpoints/train.log" ]] && { logs+=("$dir/checkpoints/train.log"); labels+=("$name"); }
         if [[ -f "$dir/checkpoints/checkpoint_last.pt" && ! -f "$dir/stats.json" ]]; then
-            fairseq-tpr-roles dump "$data/summarization/data-bin" --path "$dir/checkpoints/checkpoint_last.pt"                 --split valid --max-examples "${EXAMPLES:-200}" --components role_attn --cpu --out "$dir/roles.npz"
+            fairseq-tpr-roles dump "$data/summarization/data-bin" --path "$dir/checkpoints/checkpoint_last.pt" \
+                --split valid --max-examples "${EXAMPLES:-200}" --components role_attn --cpu --out "$dir/roles.npz"
             fairseq-tpr-roles stats "$dir/roles.npz" --json "$dir/stats.json" > "$dir/stats.md"
             rm -f "$dir/roles.npz"
         fi
