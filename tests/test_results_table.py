@@ -14,8 +14,13 @@ from fairseq_tpr.cli.results_table import main as results_table_main
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# train time: 1800 s for updates 1-500, then 900 s for 501-1000 (the line logged again after a resume
+# counts, not the 1000 s one before the interruption): 0.75 h
 LOG = """2026-11-22 05:00:00 | INFO | fairseq_cli.train | num. shared model params: 2,658,880 (num. trained: 2,658,880)
+2026-11-22 05:09:59 | INFO | train_inner | epoch 001:    500 / 926 loss=9.3, nll_loss=9.0, ups=0.28, num_updates=500, lr=0.001, gnorm=1.0, train_wall=1800, wall=1810
 2026-11-22 05:10:00 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 9.1 | nll_loss 8.9 | role_onehot 0.25 | ppl 477 | num_updates 500
+2026-11-22 05:15:00 | INFO | train_inner | epoch 002:    74 / 926 loss=8.0, nll_loss=7.7, ups=0.5, num_updates=1000, lr=0.001, gnorm=1.0, train_wall=1000, wall=2820
+2026-11-22 05:19:59 | INFO | train_inner | epoch 002:    74 / 926 loss=8.0, nll_loss=7.7, ups=0.55, num_updates=1000, lr=0.001, gnorm=1.0, train_wall=900, wall=910
 2026-11-22 05:20:00 | INFO | valid | epoch 002 | valid on 'valid' subset | loss 7.625 | nll_loss 7.2 | role_onehot 0.5 | ppl 147 | num_updates 1000 | best_loss 7.625
 """
 
@@ -33,7 +38,7 @@ def test_summarization_row_from_real_score_json(tmp_path):
     r1 = next(s for s in expected["scorers"] if s["scorer"] == "rouge")["metrics"]["ROUGE-1"]["f"]
     text = results_table.table("t", [("tp_transformer_d", run)])
     row = text.splitlines()[-1]
-    assert row.startswith("| tp_transformer_d | 2,658,880 | 1,000 | 7.625 | 16.2 | 0.500 | ")  # (9.1 - 7.625) / 9.1
+    assert row.startswith("| tp_transformer_d | 2,658,880 | 1,000 | 0.75 | 7.625 | 16.2 | 0.500 | ")  # (9.1 - 7.625) / 9.1
     assert f"{r1:.2f} / " in row and "ROUGE-1.5.5" in text
     assert row.rstrip(" |").endswith("-")  # METEOR not run: shown as "-"
 
@@ -45,7 +50,7 @@ def test_translation_row_reads_sacrebleu(tmp_path):
     (run / "generate-test.sacrebleu.txt").write_text(
         "H-0\t-0.1\tx\nGenerate test with beam=4: BLEU = 23.45 55.1/30.2/18.0/11.1 (BP = 1.000 ratio = 1.0)\n")
     row = results_table.table("t", [("transformer", run)]).splitlines()[-1]
-    assert row == "| transformer | 2,658,880 | 1,000 | 7.625 | 16.2 | - | 23.45 |"
+    assert row == "| transformer | 2,658,880 | 1,000 | 0.75 | 7.625 | 16.2 | - | 23.45 |"
 
 
 def test_bad_run_argument(tmp_path, capsys):
@@ -73,9 +78,9 @@ def test_seeds_give_mean_and_sample_sd_and_the_json_has_every_run(tmp_path, caps
     assert "interp. numbers__place_value (%)" in lines[2] and "| runs |" in lines[2]
     # mean 50, sample sd 10 (n - 1 in the denominator); valid loss mean 2, sd 1; params equal over seeds;
     # the late drop from 9.1 at update 500 to 1, 2, 3 at 1000: 89.0%, 78.0%, 67.0%
-    assert lines[4] == ("| tp | 3 | 2,658,880 | 1,000 | 2.000 ± 1.000 | 78.0 ± 11.0 | 0.500 ± 0.000 | 50.00 ± 10.00 "
+    assert lines[4] == ("| tp | 3 | 2,658,880 | 1,000 | 0.75 ± 0.00 | 2.000 ± 1.000 | 78.0 ± 11.0 | 0.500 ± 0.000 | 50.00 ± 10.00 "
                         "| 50.00 ± 10.00 |")
-    assert lines[5] == "| tf | 1 | 2,658,880 | 1,000 | 4.000 | 56.0 | 0.500 | 30.00 | 30.00 |"
+    assert lines[5] == "| tf | 1 | 2,658,880 | 1,000 | 0.75 | 4.000 | 56.0 | 0.500 | 30.00 | 30.00 |"
     figures = json.loads(out.read_text())
     assert sorted(figures) == ["tf", "tp"] and len(figures["tp"]) == 3
     assert figures["tp"][str(tmp_path / "tp-s2")]["interpolate/numbers__place_value"] == 50.0
@@ -94,7 +99,7 @@ def test_captioning_rows_read_caption_scores_and_the_best_valid_loss(tmp_path):
     head, row = text.splitlines()[2], text.splitlines()[-1]
     assert head.endswith("| best valid loss | BLEU-1 | BLEU-4 | METEOR | ROUGE-L | CIDEr |")
     # best valid loss is the lowest of the log (7.625 < 9.1); CIDEr mean 0.3, sample sd 0.141
-    assert row == ("| atpl | 2 | 2,658,880 | 1,000 | 7.625 ± 0.000 | 16.2 ± 0.0 | 0.500 ± 0.000 | 7.625 ± 0.000 | 0.500 ± 0.000 | "
+    assert row == ("| atpl | 2 | 2,658,880 | 1,000 | 0.75 ± 0.00 | 7.625 ± 0.000 | 16.2 ± 0.0 | 0.500 ± 0.000 | 7.625 ± 0.000 | 0.500 ± 0.000 | "
                    "0.000 ± 0.000 | 0.250 ± 0.000 | 0.500 ± 0.000 | 0.300 ± 0.141 |")
     assert results_table.read_run(tmp_path / "atpl-s1")["caption/CIDEr"] == 0.2
 

@@ -23,6 +23,7 @@ from .learning_curve import parse_valid_lines
 
 _PARAMS = re.compile(r"num\. (?:shared )?model params: ([\d,]+)")
 _SACREBLEU = re.compile(r"BLEU[^=]*= ([\d.]+)")
+_TRAIN_INNER = re.compile(r"\| train_inner \|.*?num_updates=(\d+).*?train_wall=([\d.]+)")
 CAPTION_METRICS = ("BLEU-1", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr")
 CURVE = "valid_curve"  # a record's validation rows (not a table cell)
 _SEED = re.compile(r"-s(\d+)$")
@@ -42,11 +43,24 @@ def late_drop(rows, fraction: float = 0.25):
     return 100 * (before[-1]["loss"] - rows[-1]["loss"]) / before[-1]["loss"]
 
 
+def train_hours(text: str, updates: int) -> Optional[float]:
+    """Hours of training steps over ``updates`` updates from a fairseq-train log: the ``train_wall``
+    of its ``train_inner`` lines (forward, backward and optimiser step of the updates since the line
+    before; validation and checkpoints are not in it), each update counted once (a resumed run logs
+    again the updates it redid after its last checkpoint; the later line counts), scaled from the
+    updates the lines cover (up to the last one) to ``updates``. None without such lines."""
+    walls = {int(u): float(w) for u, w in _TRAIN_INNER.findall(text)}  # num_updates -> seconds, last wins
+    if not walls or not updates:
+        return None
+    return sum(walls.values()) * updates / max(walls) / 3600
+
+
 def read_train_log(path: Path):
     """{"params", "updates", "valid_loss", "role_onehot"} from a fairseq-train log (last validation),
     "best_valid_loss" (the lowest validation loss of the log), "late_drop" (:func:`late_drop`:
-    how much the validation loss still fell over the last quarter of the updates, in %) and the
-    validation rows themselves under ``"valid_curve"`` (for the curves of a run record)."""
+    how much the validation loss still fell over the last quarter of the updates, in %),
+    "train_hours" (:func:`train_hours`) and the validation rows themselves under ``"valid_curve"``
+    (for the curves of a run record)."""
     info = {}
     if not path.exists():
         return info
@@ -61,6 +75,7 @@ def read_train_log(path: Path):
         info["role_onehot"] = last.get("role_onehot")
         info["best_valid_loss"] = min(row["loss"] for row in rows)
         info["late_drop"] = late_drop(rows)
+        info["train_hours"] = train_hours(text, info["updates"])
         info[CURVE] = rows
     return info
 
@@ -177,9 +192,10 @@ def table_of(title, gathered):
     rows = [(name, list(records_of.values())) for name, records_of in gathered]
     every = [f for _, figures in rows for f in figures]
     seeds = any(len(figures) > 1 for _, figures in rows)
-    head = ["model"] + (["runs"] if seeds else []) + ["params", "updates", "valid loss",
+    head = ["model"] + (["runs"] if seeds else []) + ["params", "updates", "train time (h)", "valid loss",
                                                        "valid loss drop, last 25% of updates (%)", "role one-hot"]
-    keys = [("params", 0), ("updates", 0), ("valid_loss", 3), ("late_drop", 1), ("role_onehot", 3)]
+    keys = [("params", 0), ("updates", 0), ("train_hours", 2), ("valid_loss", 3), ("late_drop", 1),
+            ("role_onehot", 3)]
     groups = []
     if any(k.startswith("rouge") for f in every for k in f):
         groups = [["rouge/ROUGE-1", "rouge/ROUGE-2", "rouge/ROUGE-L"], ["rouge/ROUGE-Lsum"],

@@ -14,8 +14,10 @@ scorer, METEOR), ``RUN/generate-test.sacrebleu.txt`` (the translation recipe: sa
 piece is shown as "-". The column "valid loss drop, last 25% of updates" is the plateau check: how
 much the validation loss still fell (in %) between the validation at 75% of the updates and the last. ``--json OUT`` writes every run's figures and validation curve; ``--curves
 PNG`` draws the validation curves of every run (``NAME seed N`` for a run directory ``...-sN``: one
-colour per row, a line style per seed). Training time is left out on purpose: on a shared machine
-it measures the load, not the model (speed ratios are in docs/benchmarks.md).
+colour per row, a line style per seed). The column "train time (h)" is the time of the training
+steps (fairseq's ``train_wall``, each update once, validation and checkpoints left out); on a
+shared machine it measures the load as well as the model, so compare speed with the paired ratios
+of docs/benchmarks.md.
 
 A table assembled over several machines or sessions: ``--records FILE`` (a ``--json`` output, the
 per-run JSON committed under docs/img/) supplies every run directory that is not on this machine,
