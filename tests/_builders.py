@@ -42,3 +42,15 @@ def random_batch(d, bsz=3, src_len=7, tgt_len=6, seed=1, pad_first=True):
     prev = torch.randint(low, len(d), (bsz, tgt_len), generator=g)
     prev[:, 0] = d.eos()
     return src, src_lengths, prev
+
+
+class CaptioningTask:
+    """What the captioning models (``atpl*``, ``nic*``) read from their task in ``build_model``."""
+
+    def __init__(self, dictionary, feature_dim):
+        self.target_dictionary, self.source_dictionary, self.feature_dim = dictionary, None, feature_dim
+
+        class cfg:
+            data = "DATA"
+
+        self.cfg = cfg

@@ -8,22 +8,10 @@ import torch
 from fairseq import options
 from fairseq.models import ARCH_MODEL_REGISTRY
 
-from _builders import build, random_batch, toy_dictionary
+from _builders import CaptioningTask, build, random_batch, toy_dictionary
 from fairseq_tpr.modules.atpl_cell import ATPLCell, hadamard_matrix
 
 EXACT = 1e-10  # invariance tests run in float64, where step/batch differences are rounding at 1e-16
-
-
-class _Task:
-    """What the captioning models read from their task."""
-
-    def __init__(self, dictionary, feature_dim):
-        self.target_dictionary, self.source_dictionary, self.feature_dim = dictionary, None, feature_dim
-
-        class cfg:
-            data = "DATA"
-
-        self.cfg = cfg
 
 
 def build_captioner(arch, feature_dim=6, *extra, seed=0):
@@ -32,7 +20,7 @@ def build_captioner(arch, feature_dim=6, *extra, seed=0):
     args.max_target_positions = 64
     d = toy_dictionary(10)
     torch.manual_seed(seed)
-    model = ARCH_MODEL_REGISTRY[arch].build_model(args, _Task(d, feature_dim))
+    model = ARCH_MODEL_REGISTRY[arch].build_model(args, CaptioningTask(d, feature_dim))
     return model.eval(), d, args
 
 

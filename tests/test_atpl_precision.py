@@ -15,24 +15,12 @@ import torch
 from fairseq import options
 from fairseq.models import ARCH_MODEL_NAME_REGISTRY, ARCH_MODEL_REGISTRY
 
-from _builders import build, toy_dictionary
+from _builders import CaptioningTask, build, toy_dictionary
 
 torch.set_num_threads(1)
 EXACT = 1e-10
 ARCHS = sorted(a for a in ARCH_MODEL_REGISTRY if a.startswith(("atpl", "nic")))
 FEATURE_DIM = 6
-
-
-class _Task:
-    """What the captioning models read from their task (as in tests/test_atpl.py)."""
-
-    def __init__(self, dictionary, feature_dim):
-        self.target_dictionary, self.source_dictionary, self.feature_dim = dictionary, None, feature_dim
-
-        class cfg:
-            data = "DATA"
-
-        self.cfg = cfg
 
 
 def _is_autoencoder(arch):
@@ -47,7 +35,7 @@ def build_captioner(arch):
     args.max_target_positions = 64
     d = toy_dictionary(10)
     torch.manual_seed(0)
-    return ARCH_MODEL_REGISTRY[arch].build_model(args, _Task(d, FEATURE_DIM)), d
+    return ARCH_MODEL_REGISTRY[arch].build_model(args, CaptioningTask(d, FEATURE_DIM)), d
 
 
 def _build(arch):
