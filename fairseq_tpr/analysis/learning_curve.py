@@ -113,14 +113,17 @@ def plot_curves(runs: Dict[str, List[Dict[str, float]]], out: Path, title: str =
             ylabel = "validation loss (nats, the trainer's)"  # the grammar trainer's losses are natural-log
         for label, rows in runs.items():
             points = [(r[x_key], r[key]) for r in rows if key in r]
-            ax.plot([u for u, _ in points], [v for _, v in points], marker=".", label=label, **styles[label])
+            if points:  # a run without the metric (a transformer in the one-hot panel) is not in its legend
+                ax.plot([u for u, _ in points], [v for _, v in points], marker=".", label=label, **styles[label])
         ax.set(xlabel=x_label, ylabel=ylabel, title=panel_title)
     for ax in axes[0]:
         ax.grid(alpha=0.3)
         if not many:
             ax.legend()
-    if many:
-        axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", ncol=legend_columns)
+    if many:  # the loss panel has every run
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        axes[0][-1].legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small",
+                           ncol=legend_columns)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
