@@ -103,3 +103,22 @@ def test_seed_runs_share_their_model_colour_and_many_runs_get_one_outside_legend
     runs = {f"m{i} seed 1": rows for i in range(MAX_INLINE_LEGEND + 1)}
     png = plot_curves(runs, tmp_path / "many.png").read_bytes()
     assert int.from_bytes(png[16:20], "big") == (2 * 5 + 3) * 110  # loss and accuracy panels + the legend
+
+
+def test_a_run_without_a_panels_metric_is_not_in_that_panels_legend(tmp_path, monkeypatch):
+    """The transformer logs no role one-hot rate: it is in the loss panel's legend, not the one-hot
+    panel's; with many runs, the one outside legend (on the last panel) lists every run."""
+    import matplotlib.figure
+
+    from fairseq_tpr.analysis.learning_curve import MAX_INLINE_LEGEND, plot_curves
+
+    legends = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: legends.append(
+        [[t.get_text() for t in ax.get_legend().get_texts()] if ax.get_legend() else None for ax in fig.axes]))
+    plain = [{"num_updates": 100, "loss": 2.0}, {"num_updates": 200, "loss": 1.5}]
+    roles = [dict(r, role_onehot=0.3) for r in plain]
+    plot_curves({"transformer": plain, "tp_transformer_d": roles}, tmp_path / "two.png")
+    assert legends[-1] == [["transformer", "tp_transformer_d"], ["tp_transformer_d"]]
+    many = {f"transformer seed {i}": plain for i in range(MAX_INLINE_LEGEND)} | {"tp_transformer_d seed 1": roles}
+    plot_curves(many, tmp_path / "many.png")
+    assert legends[-1] == [None, list(many)]
