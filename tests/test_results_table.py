@@ -14,8 +14,9 @@ from fairseq_tpr.cli.results_table import main as results_table_main
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# train time: 1800 s for updates 1-500, then 900 s for 501-1000 (the line logged again after a resume
-# counts, not the 1000 s one before the interruption): 0.75 h
+# train time: 1800 s for updates 1-500 (3.6 s an update), then 900 s for 501-1000 (1.8 s; the line logged
+# again after a resume counts, not the 1000 s one before the interruption): median pace 2.7 s x 1000
+# updates = 0.75 h
 LOG = """2026-11-22 05:00:00 | INFO | fairseq_cli.train | num. shared model params: 2,658,880 (num. trained: 2,658,880)
 2026-11-22 05:09:59 | INFO | train_inner | epoch 001:    500 / 926 loss=9.3, nll_loss=9.0, ups=0.28, num_updates=500, lr=0.001, gnorm=1.0, train_wall=1800, wall=1810
 2026-11-22 05:10:00 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 9.1 | nll_loss 8.9 | role_onehot 0.25 | ppl 477 | num_updates 500
@@ -185,6 +186,16 @@ def test_seeded_table_leaves_out_a_run_still_training(tmp_path):
     assert "== tf-s2: not finished, left out of the table" in proc.stderr
     assert "tf-s3" not in proc.stderr  # no directory at all: nothing to say
     assert list(json.loads((run / "runs.json").read_text())["tf"]) == [str(run / "tf-s1")]
+
+
+def test_train_hours_is_the_median_pace_times_the_updates():
+    """A paused interval (SIGSTOP during a benchmark: 450 s for 50 updates) does not count; the
+    median seconds per update over the logged intervals, times the updates, does."""
+    line = "2026-11-26 18:00:00 | INFO | train_inner | epoch 001:    {u} / 926 loss=9.0, num_updates={u}, train_wall={w}, wall=0"
+    text = "\n".join(line.format(u=u, w=w) for u, w in [(50, 25), (100, 450), (150, 24), (200, 26)])
+    assert results_table.train_hours(text, 200) == pytest.approx(0.51 * 200 / 3600)  # paces 0.48, 0.5, 0.52, 9
+    assert results_table.train_hours(text, 400) == pytest.approx(0.51 * 400 / 3600)
+    assert results_table.train_hours("no train_inner lines", 200) is None
 
 
 def test_late_drop_measures_the_last_quarter_of_the_curve():

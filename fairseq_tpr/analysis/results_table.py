@@ -44,15 +44,21 @@ def late_drop(rows, fraction: float = 0.25):
 
 
 def train_hours(text: str, updates: int) -> Optional[float]:
-    """Hours of training steps over ``updates`` updates from a fairseq-train log: the ``train_wall``
-    of its ``train_inner`` lines (forward, backward and optimiser step of the updates since the line
-    before; validation and checkpoints are not in it), each update counted once (a resumed run logs
-    again the updates it redid after its last checkpoint; the later line counts), scaled from the
-    updates the lines cover (up to the last one) to ``updates``. None without such lines."""
+    """Hours of training steps for ``updates`` updates, at the median pace of a fairseq-train log: each
+    ``train_inner`` line gives the ``train_wall`` seconds (forward, backward and optimiser step; not
+    validation or checkpoints) of the updates since the line before, and the median seconds per
+    update over the lines, times ``updates``, is the figure. A median, not a sum, so that a paused
+    process (SIGSTOP) or a burst of foreign load in one interval does not count. Each update counts
+    once: a resumed run logs again the updates it redid after its last checkpoint, and the later line
+    counts. None without such lines."""
     walls = {int(u): float(w) for u, w in _TRAIN_INNER.findall(text)}  # num_updates -> seconds, last wins
     if not walls or not updates:
         return None
-    return sum(walls.values()) * updates / max(walls) / 3600
+    done = sorted(walls)
+    paces = sorted(walls[u] / (u - before) for before, u in zip([0] + done, done))
+    n = len(paces)
+    median = paces[n // 2] if n % 2 else (paces[n // 2 - 1] + paces[n // 2]) / 2
+    return median * updates / 3600
 
 
 def read_train_log(path: Path):

@@ -15,9 +15,10 @@ piece is shown as "-". The column "valid loss drop, last 25% of updates" is the 
 much the validation loss still fell (in %) between the validation at 75% of the updates and the last. ``--json OUT`` writes every run's figures and validation curve; ``--curves
 PNG`` draws the validation curves of every run (``NAME seed N`` for a run directory ``...-sN``: one
 colour per row, a line style per seed). The column "train time (h)" is the time of the training
-steps (fairseq's ``train_wall``, each update once, validation and checkpoints left out); on a
-shared machine it measures the load as well as the model, so compare speed with the paired ratios
-of docs/benchmarks.md.
+steps at the run's median pace (fairseq's ``train_wall`` per update over the logged intervals, times
+the updates; validation, checkpoints and paused intervals left out); on a shared machine it
+measures the load as well as the model, so compare speed with the paired ratios of
+docs/benchmarks.md.
 
 A table assembled over several machines or sessions: ``--records FILE`` (a ``--json`` output, the
 per-run JSON committed under docs/img/) supplies every run directory that is not on this machine,
