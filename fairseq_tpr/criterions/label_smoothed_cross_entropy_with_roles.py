@@ -9,9 +9,8 @@ other models, so it can be used with any ``--arch``. ``role_onehot_encoder`` and
 summarization the sources have many more tokens than the summaries, so the pooled
 ``role_onehot`` is mostly the encoder's.
 """
-from typing import Dict, Tuple
-
 from dataclasses import dataclass, field
+from typing import Dict, Tuple
 
 import torch
 from fairseq.criterions import register_criterion

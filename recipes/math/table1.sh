@@ -40,7 +40,7 @@ for model in transformer tp_transformer; do
         [[ "$model" == transformer ]] && extra=(--encoder-ffn-embed-dim 640 --decoder-ffn-embed-dim 640)
         SEED=$seed MAX_UPDATE=${MAX_UPDATE:-20000} VALID_EVERY=${VALID_EVERY:-500} LR_SCHEDULE=${LR_SCHEDULE:-linear} \
             bash "$ROOT/recipes/math/train_cpu.sh" "$model" "$data" "$dir/checkpoints" "${extra[@]}"
-        echo "== $name: beam search on every test set"
+        echo "== $name: decoding every test set (beam ${BEAM:-1})"
         fairseq-tpr-math-eval "$data" --path "$dir/checkpoints/checkpoint_best.pt" --beam "${BEAM:-1}" \
             --batch-size 128 --max-len-b 40 --cpu --jobs 1 --out-dir "$dir/eval"
         touch "$dir/done"
