@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fairseq_tpr.analysis.math_labels import char_class, place_value
-from fairseq_tpr.analysis.probe import Example, f1_scores, predict, read_labels, train_probe
+from fairseq_tpr.analysis.probe import Example, by_input_token, f1_scores, predict, read_labels, train_probe
 from fairseq_tpr.cli import probe as probe_cli
 from fairseq_tpr.errors import ConfigError, InputError
 
@@ -73,6 +73,32 @@ def test_f1_scores_by_hand():
     # F1(a) = 2*1/(2+0+1), F1(b) = 2*2/(4+1+0), F1(c) = 1
     assert s["macro_f1"] == pytest.approx((2 / 3 + 4 / 5 + 1) / 3)
     assert s["majority"] == pytest.approx(2 / 5)
+
+
+def _token_example(labels):
+    ex = Example()
+    for t, lab in enumerate(labels):
+        if lab != "-":
+            ex.spans.append(((t, t + 1),))
+            ex.labels.append(lab)
+    return ex
+
+
+def test_by_input_token_baseline_by_hand():
+    """Each input symbol predicts its commonest training label; on the decoder the input at t is
+    token t-1 (</s> at 0); a symbol never seen in training gets the commonest label overall."""
+    train = [(["a", "b", "a"], _token_example(["X", "Y", "X"])), (["a", "c"], _token_example(["Z", "-"]))]
+    # encoder: a -> X (2 of 3), b -> Y; "d" unseen -> X (X is the commonest training label)
+    ev = [(["a", "b", "d"], _token_example(["X", "X", "Y"]))]
+    s = by_input_token(train, ev, "encoder")
+    assert s["micro_f1"] == pytest.approx(1 / 3) and s["targets"] == 3
+    # decoder: the inputs are </s>, a, b (labels X Y X) and </s>, a (label Z; c's "-" is no target), so
+    # </s> -> X (a tie with Z; Counter keeps the first seen), a -> Y, b -> X
+    s = by_input_token(train, [(["q", "r", "s"], _token_example(["X", "Y", "Y"]))], "decoder")
+    # inputs </s>, q, r: </s> -> X (right), q and r unseen -> X (wrong, wrong)
+    assert s["micro_f1"] == pytest.approx(1 / 3)
+    s = by_input_token(train, [(["a", "b"], _token_example(["X", "Y"]))], "decoder")
+    assert s["micro_f1"] == pytest.approx(1.0)  # </s> -> X, a -> Y
 
 
 def test_label_files_are_checked_against_the_tokens(tmp_path):
@@ -140,7 +166,9 @@ def test_cli_on_tiny_checkpoints_and_bad_input(tmp_path, capsys):
     res = json.loads(out.read_text())
     assert [(r["representation"], r["layer"]) for r in res["results"]] == [("role", 1), ("tpr", 1), ("layer", 1)]
     assert all(0.0 <= r["micro_f1"] <= 1.0 and r["targets"] > 0 for r in res["results"])
-    assert "| 1 |" in capsys.readouterr().out
+    assert 0.0 <= res["by_input_token"]["micro_f1"] <= 1.0
+    printed = capsys.readouterr().out
+    assert "| 1 |" in printed and "input token alone: " in printed
     # decoder side, plain transformer, layer outputs
     probe_cli.main([data, "--path", plain, "--side", "decoder", "--representation", "layer",
                     "--train-labels", str(tmp_path / "train.tgt.lab"), "--eval-labels", str(tmp_path / "test.tgt.lab"),

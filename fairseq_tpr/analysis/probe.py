@@ -38,8 +38,12 @@ Per layer, on the chosen representation ``X`` (``T x d``, all heads concatenated
    trained with cross-entropy (Adam) while the model stays frozen.
 
 Scores: micro-F1 over all targets (equal to accuracy, since each target has one label) and
-macro-F1 (mean over the labels of the evaluation set), with the majority-label baseline.
+macro-F1 (mean over the labels of the evaluation set), with two baselines that a representation
+must beat to show it holds more than they do: the majority label, and for token labels the label
+read off the input token alone (:func:`by_input_token`: each input symbol predicts its commonest
+label in the training split; on the decoder the input at position t is the previous token).
 """
+import collections
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -240,6 +244,37 @@ def predict(probe: SpanProbe, label_ids: Dict[str, int], reps: List[np.ndarray],
     for x, groups, positions, y in _batches(reps, examples, range(len(reps)), label_ids, batch_size):
         pred += [names[int(j)] for j in probe(x, groups, positions, len(y)).argmax(-1)]
     return gold, pred
+
+
+def input_symbols(tokens: Sequence[str], side: str) -> List[str]:
+    """The symbol each position reads: the token itself on the encoder; on the decoder the token
+    before it (``</s>``, fairseq's start of decoding, at position 0)."""
+    return list(tokens) if side == "encoder" else ["</s>"] + list(tokens[:-1])
+
+
+def by_input_token(train: Sequence[Tuple[List[str], Example]], evaluate: Sequence[Tuple[List[str], Example]],
+                   side: str) -> Dict[str, float]:
+    """The scores (:func:`f1_scores`) of predicting every token-format target from its input symbol
+    alone: the commonest label of that symbol at the training targets, the training split's commonest
+    label for a symbol never seen there. ``train``/``evaluate``: (tokens without ``</s>``, labels)
+    per example. The baseline of a context-free reading of the input, which the probe of a
+    representation must beat to show it holds more."""
+    def pairs(data):
+        for tokens, ex in data:
+            seen = input_symbols(tokens, side)
+            for sp, lab in zip(ex.spans, ex.labels):
+                yield seen[sp[0][0]], lab
+
+    counts: Dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for sym, lab in pairs(train):
+        counts[sym][lab] += 1
+    overall = collections.Counter(lab for _, ex in train for lab in ex.labels)
+    fallback = overall.most_common(1)[0][0]
+    gold, pred = [], []
+    for sym, lab in pairs(evaluate):
+        gold.append(lab)
+        pred.append(counts[sym].most_common(1)[0][0] if sym in counts else fallback)
+    return f1_scores(gold, pred)
 
 
 def f1_scores(gold: Sequence[str], pred: Sequence[str]) -> Dict[str, float]:
