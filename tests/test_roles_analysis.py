@@ -349,6 +349,27 @@ def test_purity_table_over_heads_equals_kmeans_and_purity_by_hand(tmp_path, caps
         purity(kmeans_roles(d, "encoder.0.self", head=1, k=2, seed=3)["labels"], labels)["purity"] for d in (dump, other)]}]
 
 
+def test_purity_baseline_on_the_decoder_groups_by_the_symbol_read(tmp_path):
+    """Decoder position t reads y_(t-1) (</s> at 0) and predicts y_t: labels that are a function of
+    y_t are trivially pure when grouped by y_t, so the baseline groups by what the position reads."""
+    from fairseq_tpr.analysis.roles import print_purity
+
+    dump, truth = _planted_dump()
+    dec = Dump({"kind": "continuous", "arch": "toy"}, dump.src, dump.src, dump.ids, dump.src_vocab, dump.tgt_vocab,
+               {"decoder.0.cross": dump.arrays["encoder.0.self"]})
+    path = tmp_path / "dec.npz"
+    dec.save(str(path))
+    lab = tmp_path / "lab.txt"  # the label of position t: the cluster of y_t, the token it predicts
+    lab.write_text("".join(" ".join("ABC"[c] for c in t[:-1]) + "\n" for t in truth))
+    out = tmp_path / "p.json"
+    print_purity(str(path), str(lab), side="decoder", layer="0", attention="cross", components=["role"], k=3,
+                 json_path=str(out))
+    labels = read_token_labels(str(lab), dec, "decoder")
+    read = [np.asarray(["</s>"] + [str(x) for x in t[:-1]]) for t in dump.src]
+    by_read = purity(read, labels)["purity"]
+    assert json.loads(out.read_text())["dumps"][0]["symbols"] == pytest.approx(by_read) and by_read < 0.8
+
+
 def test_plots_are_written_and_non_empty(tmp_path):
     dump, _ = _planted_dump()
     res = kmeans_roles(dump, "encoder.0.self", head=0, k=3)

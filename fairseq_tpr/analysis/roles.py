@@ -113,7 +113,8 @@ def print_kmeans(dump_path: str, side: str = "encoder", layer: str = "-1", atten
 
         token_labels = read_token_labels(labels, dump, side)
         by_cluster = purity(res["labels"], token_labels)
-        by_symbol = purity([np.asarray(dump.tokens(side, i, inputs=False)) for i in range(len(dump))], token_labels)
+        # grouped by the symbol each position reads: on the decoder the previous token, not the one it predicts
+        by_symbol = purity([np.asarray(dump.tokens(side, i)) for i in range(len(dump))], token_labels)
         pure = {"labels": labels, "tokens": by_cluster["tokens"], "clusters": by_cluster["purity"],
                 "symbols": by_symbol["purity"]}
         print(f"\nlabels {labels}: {by_cluster['tokens']} labelled tokens; purity of the {k} clusters "
@@ -156,7 +157,8 @@ def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-
         dump = Dump.load(path)
         key = dump.site(side, layer, attention)
         token_labels = read_token_labels(labels, dump, side)
-        by_symbol = purity([np.asarray(dump.tokens(side, i, inputs=False)) for i in range(len(dump))], token_labels)
+        # grouped by the symbol each position reads: on the decoder the previous token, not the one it predicts
+        by_symbol = purity([np.asarray(dump.tokens(side, i)) for i in range(len(dump))], token_labels)
         majority = purity([np.zeros(len(seq), dtype=int) for seq in token_labels], token_labels)["purity"]  # one group
         n_heads = dump.component(key, components[0])[0].shape[1]
         for component in components:
@@ -174,7 +176,7 @@ def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-
 
     first = per_dump[0]
     print(f"k-means (k={k}) purity against {labels} at {first['site']}: {len(paths)} dump(s) of "
-          f"{first['examples']} examples, {first['tokens']} labelled tokens; grouping by symbol "
+          f"{first['examples']} examples, {first['tokens']} labelled tokens; grouping by the symbol read "
           f"{cell([d['symbols'] for d in per_dump])}%, majority label {cell([d['majority'] for d in per_dump])}%\n")
     print("| component | head | purity (%) |\n|---|---:|---:|")
     for row in out:
