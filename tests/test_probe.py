@@ -207,3 +207,34 @@ def test_cli_on_tiny_checkpoints_and_bad_input(tmp_path, capsys):
             args += ["--eval-labels", str(tmp_path / "test.src.lab")]
         with pytest.raises(error, match=re.escape(msg)):
             probe_cli.main(args)
+
+
+def _probe_json(path, scores, side="decoder", baseline=0.3):
+    """A fairseq-tpr-probe --json result: ``scores`` {(representation, layer): micro-F1}."""
+    results = [{"representation": r, "layer": l, "micro_f1": v, "macro_f1": v / 2, "majority": 0.25, "targets": 10}
+               for (r, l), v in scores.items()]
+    path.write_text(json.dumps({"arch": "x", "side": side, "attention": "cross", "train": ["valid", 5],
+                                "eval": ["test", 5], "results": results,
+                                "by_input_token": {"micro_f1": baseline, "macro_f1": baseline / 2}}))
+    return str(path)
+
+
+def test_probe_table_over_seeds_by_hand(tmp_path, capsys):
+    from fairseq_tpr.analysis import probe_table
+
+    a1 = _probe_json(tmp_path / "a1.json", {("role", 0): 0.40, ("layer", 0): 0.50, ("role", 1): 0.42})
+    a2 = _probe_json(tmp_path / "a2.json", {("role", 0): 0.44, ("layer", 0): 0.52, ("role", 1): 0.42})
+    b1 = _probe_json(tmp_path / "b1.json", {("layer", 0): 0.45, ("layer", 1): 0.47})
+    probe_table.main([f"A={a1},{a2}", f"B={b1}", "--json", str(tmp_path / "t.json")])
+    out = capsys.readouterr().out
+    assert "| layer | A role | A layer | B layer |" in out  # representations in the order role .. layer
+    assert "| 0 | 42.0 ± 2.8 | 51.0 ± 1.4 | 45.0 |" in out  # mean ± sample sd over the two seeds of A
+    assert "| 1 | 42.0 ± 0.0 |  | 47.0 |" in out  # a layer a model was not probed at stays empty
+    assert "majority label 25.0; input token alone 30.0 (macro-F1 15.0)" in out
+    cells = json.loads((tmp_path / "t.json").read_text())["cells"]
+    assert cells["A role 0"]["macro_f1"] == [0.20, 0.22]
+    other = _probe_json(tmp_path / "enc.json", {("layer", 0): 0.5}, side="encoder")
+    with pytest.raises(SystemExit, match="a table compares one side, site and pair of splits"):
+        probe_table.main([f"A={a1}", f"B={other}"])
+    with pytest.raises(SystemExit, match="is not NAME=PROBE.json"):
+        probe_table.main([a1])

@@ -292,6 +292,14 @@ def test_summarization_table_run_then_its_role_analysis(tmp_path, debian):
     for png in ("role_usage-s1.png", "role_attn.png", "role_clusters.png"):
         assert (out / png).stat().st_size > 0
     assert not (out / "stats-s2.md").exists()  # seed 2 has no checkpoint: skipped
+    # the clusters measured against the Stanford parser's POS tags, next to the symbol baselines
+    assert "grouping by the symbol read" in (out / "purity_pos.md").read_text()
+    assert len(_lines(out / "pos/test.pos")) == len(_lines(debian / "summarization/text/test.target"))
+    # decoder POS probing of the same run: labels of valid and test, one probe, the table
+    _bash("recipes/summarization/pos_probe.sh", run, env_extra={"DEBIAN_DATA": debian, "SEEDS": "1", "EPOCHS": 1})
+    table = (out / "pos/pos_probe.md").read_text()
+    assert "| layer | tp_transformer_d role | tp_transformer_d filler | tp_transformer_d tpr |" in table
+    assert "input token alone" in table and (out / "pos/probe_tp_transformer_d-s1.json").exists()
 
 
 @pytest.mark.slow  # a long end-to-end run: make test-slow

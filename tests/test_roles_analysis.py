@@ -336,7 +336,8 @@ def test_purity_table_over_heads_equals_kmeans_and_purity_by_hand(tmp_path, caps
     flat = [c for t in truth for c in t[:-1]]
     assert report["tokens"] == len(flat) == 48
     assert report["majority"] == pytest.approx(max(flat.count(c) for c in range(3)) / len(flat))
-    assert report["symbols"] == 1.0  # the planted dump's symbol is its cluster
+    assert report["symbols"] == report["symbols_k"] == 1.0  # the planted dump's symbol is its cluster
+    assert report["n_symbols"] == 3
     assert "| role | 1 | 100.0 |" in capsys.readouterr().out
     lab.write_text("".join(" ".join("A" if i < 4 else "B" for i in range(8)) + "\n" for _ in truth))
     other, _ = _planted_dump(seed=1)  # a second model (seed) dumped on the same examples
@@ -347,6 +348,18 @@ def test_purity_table_over_heads_equals_kmeans_and_purity_by_hand(tmp_path, caps
     labels = read_token_labels(str(lab), dump, "encoder")
     assert rows == [{"component": "role", "head": 1, "purity": [
         purity(kmeans_roles(d, "encoder.0.self", head=1, k=2, seed=3)["labels"], labels)["purity"] for d in (dump, other)]}]
+
+
+def test_top_symbols_make_k_groups_by_hand():
+    from fairseq_tpr.analysis.cluster import top_symbols
+
+    rows = [["a", "b", "a", "c"], ["d", "a", "b", "e"]]  # a 3, b 2, then c d e once each (c first)
+    groups = top_symbols(rows, 3)
+    assert [g.tolist() for g in groups] == [[0, 1, 0, 2], [2, 0, 1, 2]]
+    # purity with k groups can only fall below that of every symbol in its own group
+    labels = [["X", "Y", "X", "Z"], ["W", "X", "Y", "Z"]]
+    assert purity(groups, labels)["purity"] == pytest.approx(7 / 8)  # a: X X X, b: Y Y, the rest: Z W Z
+    assert purity([np.asarray(r) for r in rows], labels)["purity"] == 1.0
 
 
 def test_purity_baseline_on_the_decoder_groups_by_the_symbol_read(tmp_path):

@@ -113,13 +113,13 @@ def print_kmeans(dump_path: str, side: str = "encoder", layer: str = "-1", atten
 
         token_labels = read_token_labels(labels, dump, side)
         by_cluster = purity(res["labels"], token_labels)
-        # grouped by the symbol each position reads: on the decoder the previous token, not the one it predicts
-        by_symbol = purity([np.asarray(dump.tokens(side, i)) for i in range(len(dump))], token_labels)
+        base = symbol_baselines(dump, side, token_labels, k)
         pure = {"labels": labels, "tokens": by_cluster["tokens"], "clusters": by_cluster["purity"],
-                "symbols": by_symbol["purity"]}
+                "symbols": base["symbols"], "symbols_k": base["symbols_k"]}
         print(f"\nlabels {labels}: {by_cluster['tokens']} labelled tokens; purity of the {k} clusters "
-              f"{100 * by_cluster['purity']:.1f}%, of grouping by symbol ({len(by_symbol['groups'])} symbols) "
-              f"{100 * by_symbol['purity']:.1f}%\n")
+              f"{100 * by_cluster['purity']:.1f}%, of grouping by the symbol read ({base['n_symbols']} symbols) "
+              f"{100 * base['symbols']:.1f}%, by its {k - 1} commonest symbols and the rest ({k} groups) "
+              f"{100 * base['symbols_k']:.1f}%\n")
         print("| cluster | labels (count) |\n|---:|---|")
         for c in sorted(by_cluster["groups"]):
             print(f"| {c} | " + ", ".join(f"{lab} ({n})" for lab, n in by_cluster["groups"][c].most_common()) + " |")
@@ -136,6 +136,19 @@ def print_kmeans(dump_path: str, side: str = "encoder", layer: str = "-1", atten
                        **({"purity": pure} if pure else {})}, f)
         print(f"wrote {json_path}")
     return res
+
+
+def symbol_baselines(dump, side: str, token_labels: List[List[str]], k: int) -> dict:
+    """Purity of grouping the labelled tokens by the symbol each position reads (on the decoder the
+    previous token, not the one it predicts): by every symbol (``symbols``, ``n_symbols`` groups) and
+    by the k - 1 commonest symbols and the rest (``symbols_k``: k groups, as many as k-means has
+    clusters, so comparable with a cluster purity)."""
+    from .cluster import purity, top_symbols
+
+    rows = [dump.tokens(side, i) for i in range(len(dump))]
+    every = purity([np.asarray(row) for row in rows], token_labels)
+    return {"tokens": every["tokens"], "symbols": every["purity"], "n_symbols": len(every["groups"]),
+            "symbols_k": purity(top_symbols(rows, k), token_labels)["purity"]}
 
 
 def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-1", attention: str = "self",
@@ -157,8 +170,7 @@ def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-
         dump = Dump.load(path)
         key = dump.site(side, layer, attention)
         token_labels = read_token_labels(labels, dump, side)
-        # grouped by the symbol each position reads: on the decoder the previous token, not the one it predicts
-        by_symbol = purity([np.asarray(dump.tokens(side, i)) for i in range(len(dump))], token_labels)
+        base = symbol_baselines(dump, side, token_labels, k)
         majority = purity([np.zeros(len(seq), dtype=int) for seq in token_labels], token_labels)["purity"]  # one group
         n_heads = dump.component(key, components[0])[0].shape[1]
         for component in components:
@@ -166,8 +178,9 @@ def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-
                 head = dump.check_head(key, head)
                 res = kmeans_roles(dump, key, head, k, seed=seed, component=component)
                 rows.setdefault((component, head), []).append(purity(res["labels"], token_labels)["purity"])
-        per_dump.append({"dump": path, "site": key, "examples": len(dump), "tokens": by_symbol["tokens"],
-                         "symbols": by_symbol["purity"], "majority": majority})
+        per_dump.append({"dump": path, "site": key, "examples": len(dump), "tokens": base["tokens"],
+                         "symbols": base["symbols"], "n_symbols": base["n_symbols"], "symbols_k": base["symbols_k"],
+                         "majority": majority})
     out = [{"component": c, "head": h, "purity": v} for (c, h), v in rows.items()]
 
     def cell(values):
@@ -177,7 +190,9 @@ def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-
     first = per_dump[0]
     print(f"k-means (k={k}) purity against {labels} at {first['site']}: {len(paths)} dump(s) of "
           f"{first['examples']} examples, {first['tokens']} labelled tokens; grouping by the symbol read "
-          f"{cell([d['symbols'] for d in per_dump])}%, majority label {cell([d['majority'] for d in per_dump])}%\n")
+          f"({first['n_symbols']} symbols) {cell([d['symbols'] for d in per_dump])}%, by its {k - 1} commonest symbols "
+          f"and the rest ({k} groups, as many as clusters) {cell([d['symbols_k'] for d in per_dump])}%, majority label "
+          f"{cell([d['majority'] for d in per_dump])}%\n")
     print("| component | head | purity (%) |\n|---|---:|---:|")
     for row in out:
         print(f"| {row['component']} | {row['head']} | {cell(row['purity'])} |")

@@ -16,6 +16,12 @@
 #    decoder cross-attention binding on test example EXAMPLE (0) (OUT/role_attn.png), and the k-means
 #    clusters (k = K, 20) of that head's role vectors over the dumped synopses, the tokens coloured by
 #    cluster (OUT/role_clusters.png, .md, .json).
+# 3. A measurement of those clusters: for every head of that binding, the purity of the k-means clusters
+#    of its roles, fillers and TPRs against the part of speech of the token each position predicts, over
+#    the seeds, next to grouping by the token each position reads and to the majority tag
+#    (fairseq-tpr-roles purity; OUT/purity_pos.md, .json). The tags are the Stanford parser's
+#    (python -m fairseq_tpr.analysis.pos_labels, OUT/pos/test.pos, shared with pos_probe.sh; needs
+#    fairseq_tpr[rst] and Java).
 set -euo pipefail
 if [[ $# -lt 1 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 run=$1
@@ -28,6 +34,7 @@ mkdir -p "$out"
 stamp() { echo "[$(date -u +%H:%M:%S)] $*"; }
 
 first=""
+dumps=()
 for seed in $SEEDS; do
     ckpt=$run/tp_transformer_d-s$seed/checkpoints/checkpoint_best.pt
     [[ -f "$ckpt" ]] || { echo "== tp_transformer_d seed $seed: no checkpoint, skipped"; continue; }
@@ -41,6 +48,7 @@ for seed in $SEEDS; do
     fairseq-tpr-roles stats "$npz" --threshold 0.98 0.9 0.5 --json "$out/stats-s$seed.json" \
         --usage-png "$out/role_usage-s$seed.png" | tee "$out/stats-s$seed.md"
     first=${first:-$npz}
+    dumps+=("$npz")
 done
 [[ -n "$first" ]] || { echo "error: no tp_transformer_d checkpoint of seeds $SEEDS under $run" >&2; exit 2; }
 
@@ -49,4 +57,13 @@ fairseq-tpr-roles heatmap "$first" --side decoder --layer -1 --attention cross -
     --what role_attn --png "$out/role_attn.png"
 fairseq-tpr-roles kmeans "$first" --side decoder --layer -1 --attention cross --head "$HEAD" --k "$K" --examples 12 \
     --png "$out/role_clusters.png" --json "$out/role_clusters.json" > "$out/role_clusters.md"
+mkdir -p "$out/pos"
+if [[ ! -f "$out/pos/test.pos" ]]; then
+    stamp "POS labels: test"
+    python -m fairseq_tpr.analysis.pos_labels "$data" test "$out/pos/test.pos.tmp"
+    mv "$out/pos/test.pos.tmp" "$out/pos/test.pos"
+fi
+stamp "purity against POS: ${#dumps[@]} seed(s), decoder, last layer, cross-attention binding"
+fairseq-tpr-roles purity "${dumps[@]}" --labels "$out/pos/test.pos" --side decoder --layer -1 --attention cross \
+    --k "$K" --json "$out/purity_pos.json" | tee "$out/purity_pos.md"
 stamp "done: $out"
