@@ -18,6 +18,18 @@ run_done() {
     [[ -f "$1/done" ]] || grep -qxF "$(basename "$1")" <<< "$_recorded"
 }
 
+# trained_checkpoint RUN/NAME: prints the run's checkpoint_best.pt when the run finished on this machine
+# (RUN/NAME/done and the file); otherwise says why on stderr and fails. For the analyses of a table,
+# which need a finished model: a run still training has a checkpoint_best.pt too.
+trained_checkpoint() {
+    local ckpt=$1/checkpoints/checkpoint_best.pt
+    if [[ ! -f "$1/done" || ! -f "$ckpt" ]]; then
+        echo "== $(basename "$1"): not finished on this machine (no $1/done or no checkpoint), skipped" >&2
+        return 1
+    fi
+    echo "$ckpt"
+}
+
 # pending RUN/NAME: true when the run is to be trained now: ONLY (a list of names), when set, names it,
 # and it is not done (run_done; says so)
 pending() {

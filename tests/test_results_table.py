@@ -172,6 +172,27 @@ def test_pending_takes_the_runs_only_names_and_not_done(tmp_path):
         assert out.splitlines() == expected, only
 
 
+def test_trained_checkpoint_only_of_runs_finished_here(tmp_path):
+    """recipes/_seeded_table.sh: trained_checkpoint RUN/NAME prints checkpoint_best.pt of a finished run
+    and fails, saying why, for a run still training (it has a checkpoint_best.pt too) or without one."""
+    run = tmp_path / "run"
+    for name, done in (("fin-s1", True), ("busy-s1", False)):
+        (run / name / "checkpoints").mkdir(parents=True)
+        (run / name / "checkpoints" / "checkpoint_best.pt").touch()
+        if done:
+            (run / name / "done").touch()
+    (run / "empty-s1").mkdir()
+    (run / "empty-s1" / "done").touch()
+    script = (f'source {ROOT / "recipes" / "_seeded_table.sh"}; for n in fin-s1 busy-s1 empty-s1; do '
+              f'c=$(trained_checkpoint {run}/$n) && echo "$n $c"; done; true')
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    env.pop("RECORDS", None)
+    proc = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert proc.stdout.splitlines() == [f"fin-s1 {run}/fin-s1/checkpoints/checkpoint_best.pt"]
+    assert [line.split(":")[0] for line in proc.stderr.splitlines()] == ["== busy-s1", "== empty-s1"]
+    assert "not finished on this machine" in proc.stderr
+
+
 def test_seeded_table_leaves_out_a_run_still_training(tmp_path):
     """recipes/_seeded_table.sh: a run directory without RUN/NAME/done (still training, e.g. in another
     lane) is not averaged into its row; a line says so."""

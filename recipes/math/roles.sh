@@ -6,7 +6,8 @@
 #   SEEDS="1 2" PROBE=0 recipes/math/roles.sh runs/math-table
 #
 # RUN_DIR is a math table's run directory (data/data-bin, tp_transformer-sN/ and transformer-sN/ with
-# checkpoints/checkpoint_best.pt); seeds in SEEDS (default "1 2 3") without a checkpoint are skipped.
+# checkpoints/checkpoint_best.pt); seeds in SEEDS (default "1 2 3") that have not finished on this machine
+# (RUN_DIR/NAME/done) are skipped: a run still training has a checkpoint_best.pt too.
 # 1. Token labels (python -m fairseq_tpr.analysis.math_labels) of the comparison__pair and
 #    numbers__place_value interpolation test sets and of valid: operand (first, second, later number),
 #    fraction (numerator, denominator, none) and place value.
@@ -27,6 +28,8 @@ if [[ $# -lt 1 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 run=$1
 out=${2:-$run/analysis}
 data=$run/data/data-bin
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$ROOT/recipes/_seeded_table.sh"  # trained_checkpoint
 SEEDS=${SEEDS:-"1 2 3"} EXAMPLES=${EXAMPLES:-128} K=${K:-20} EXAMPLE=${EXAMPLE:-3} PROBE=${PROBE:-1}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 [[ -f "$data/test_sets.json" ]] || { echo "error: $data/test_sets.json missing: RUN_DIR must be a math table run (recipes/math/table1.sh)" >&2; exit 2; }
@@ -51,8 +54,7 @@ done
 
 dumps=()
 for seed in $SEEDS; do
-    ckpt=$run/tp_transformer-s$seed/checkpoints/checkpoint_best.pt
-    [[ -f "$ckpt" ]] || { echo "== tp_transformer seed $seed: no checkpoint, skipped"; continue; }
+    ckpt=$(trained_checkpoint "$run/tp_transformer-s$seed") || continue
     npz=$out/tp_transformer-s$seed.$cmp.npz
     if [[ ! -f "$npz" ]]; then
         stamp "dump: tp_transformer seed $seed, $EXAMPLES questions of $cmp (comparison__pair)"
@@ -82,8 +84,7 @@ if [[ "$PROBE" == 1 ]]; then
     for spec in "operand $cmp" "place-value $pv"; do
         read -r task split <<< "$spec"
         for model in tp_transformer transformer; do
-            ckpt=$run/$model-s$first/checkpoints/checkpoint_best.pt
-            [[ -f "$ckpt" ]] || { echo "== $model seed $first: no checkpoint, no probe"; continue; }
+            ckpt=$(trained_checkpoint "$run/$model-s$first") || continue
             reps=(layer)
             [[ $model == tp_transformer ]] && reps=(role filler tpr layer)
             [[ -f "$out/probe_${task}_$model.json" ]] && continue

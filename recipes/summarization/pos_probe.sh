@@ -12,7 +12,7 @@
 #    parser's tags, one per subword token (python -m fairseq_tpr.analysis.pos_labels; needs
 #    fairseq_tpr[rst] and Java), written once to OUT/SPLIT.pos.
 # 2. Per model in MODELS ("transformer tp_transformer tp_transformer_d") and seed in SEEDS ("1 2 3")
-#    with a checkpoint: fairseq-tpr-probe on the decoder (teacher forcing on the references; the
+#    that finished on this machine (MODEL-sN/done): fairseq-tpr-probe on the decoder (teacher forcing on the references; the
 #    cross-attention sites' role, filler and TPR, and every layer's output), trained on TRAIN_SPLIT for
 #    EPOCHS (10) and scored on EVAL_SPLIT (OUT/probe_MODEL-sN.json; an existing file is kept).
 # 3. The table over the seeds, with the majority-label and input-token baselines
@@ -22,6 +22,8 @@ if [[ $# -lt 1 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 run=$1
 out=${2:-$run/analysis/pos}
 data=${DEBIAN_DATA:-$run/data}/summarization/data-bin
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$ROOT/recipes/_seeded_table.sh"  # trained_checkpoint
 MODELS=${MODELS:-"transformer tp_transformer tp_transformer_d"} SEEDS=${SEEDS:-"1 2 3"} EPOCHS=${EPOCHS:-10}
 TRAIN_SPLIT=${TRAIN_SPLIT:-valid} EVAL_SPLIT=${EVAL_SPLIT:-test}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
@@ -42,8 +44,7 @@ for model in $MODELS; do
     [[ "$model" == transformer ]] && reps=layer
     files=""
     for seed in $SEEDS; do
-        ckpt=$run/$model-s$seed/checkpoints/checkpoint_best.pt
-        [[ -f "$ckpt" ]] || { echo "== $model seed $seed: no checkpoint, skipped"; continue; }
+        ckpt=$(trained_checkpoint "$run/$model-s$seed") || continue
         json=$out/probe_$model-s$seed.json
         if [[ ! -f "$json" ]]; then
             stamp "probe: $model seed $seed"

@@ -6,8 +6,8 @@
 #   SEEDS="1" EXAMPLES=100 recipes/summarization/roles.sh runs/summ-table
 #
 # RUN_DIR is the summarization table's run directory (tp_transformer_d-sN/checkpoints/checkpoint_best.pt);
-# the data is DEBIAN_DATA (RUN_DIR/data)/summarization/data-bin. Seeds in SEEDS (default "1 2 3") without
-# a checkpoint are skipped.
+# the data is DEBIAN_DATA (RUN_DIR/data)/summarization/data-bin. Seeds in SEEDS (default "1 2 3") that have
+# not finished on this machine (RUN_DIR/NAME/done) are skipped: a run still training has a checkpoint too.
 # 1. Per seed: fairseq-tpr-roles dump of the first EXAMPLES (250) test descriptions with their
 #    reference synopses (teacher forcing), and fairseq-tpr-roles stats: the share of role
 #    distributions whose maximum is above 0.98 / 0.9 / 0.5, per site and head, the roles each head
@@ -27,6 +27,8 @@ if [[ $# -lt 1 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 run=$1
 out=${2:-$run/analysis}
 data=${DEBIAN_DATA:-$run/data}/summarization/data-bin
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$ROOT/recipes/_seeded_table.sh"  # trained_checkpoint
 SEEDS=${SEEDS:-"1 2 3"} EXAMPLES=${EXAMPLES:-250} K=${K:-20} HEAD=${HEAD:-0} EXAMPLE=${EXAMPLE:-0}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 [[ -f "$data/dict.source.txt" ]] || { echo "error: $data/dict.source.txt missing: set DEBIAN_DATA to the corpus of the table (preprocess/debian.sh)" >&2; exit 2; }
@@ -36,8 +38,7 @@ stamp() { echo "[$(date -u +%H:%M:%S)] $*"; }
 first=""
 dumps=()
 for seed in $SEEDS; do
-    ckpt=$run/tp_transformer_d-s$seed/checkpoints/checkpoint_best.pt
-    [[ -f "$ckpt" ]] || { echo "== tp_transformer_d seed $seed: no checkpoint, skipped"; continue; }
+    ckpt=$(trained_checkpoint "$run/tp_transformer_d-s$seed") || continue
     npz=$out/tp_transformer_d-s$seed.npz
     if [[ ! -f "$npz" ]]; then
         stamp "dump: tp_transformer_d seed $seed, $EXAMPLES test descriptions"
