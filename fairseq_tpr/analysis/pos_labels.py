@@ -34,7 +34,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
@@ -179,11 +178,9 @@ def main(argv=None):
     p.add_argument("--max-length", type=int, default=100, help="the parser skips longer lines (default 100 tokens)")
     p.add_argument("--threads", type=int, default=1, help="parser threads (default 1)")
     a = p.parse_args(argv)
-    try:
-        prefix, lines = load_pieces(a.data, a.split, a.side, a.other)
-        labels, skipped = piece_labels(lines, lambda t: stanford_tags(t, a.max_length, a.threads))
-    except (InputError, DependencyError) as e:
-        sys.exit(f"error: {e}")
+    # a bad input or a missing tool raises a FairseqTprError: the plugin's excepthook prints one "error:" line
+    prefix, lines = load_pieces(a.data, a.split, a.side, a.other)
+    labels, skipped = piece_labels(lines, lambda t: stanford_tags(t, a.max_length, a.threads))
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     with open(a.out, "w", encoding="utf-8") as f:
         for line in labels:
