@@ -30,6 +30,7 @@ representations on the same labels, so the noise lowers every score alike.
 """
 import argparse
 import collections
+import importlib.util
 import os
 import re
 import shutil
@@ -84,8 +85,6 @@ def tagger_tokens(pieces: Sequence[str]) -> Tuple[List[str], List[int]]:
 
 def parser_classpath() -> str:
     """The Stanford parser's jars in the installed RST parser wheel, or a DependencyError."""
-    import importlib.util
-
     spec = importlib.util.find_spec(PARSER_DIR[0])
     if spec is None or not spec.submodule_search_locations:
         raise DependencyError("POS tagging uses the Stanford parser inside the RST parser's wheel: "
