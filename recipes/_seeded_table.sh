@@ -4,7 +4,8 @@
 # seeded_table RUN TITLE "MODELS" "SEEDS": one row per model over its finished seed runs
 # RUN/<model>-s<seed> (run_done; a run still training, here or in another recipe process, is left out
 # with a line saying so), written to RUN/results.md by fairseq_tpr.cli.results_table, with every run's
-# figures and validation curve in RUN/runs.json and the validation curves in RUN/curves.png.
+# figures and validation curve in RUN/runs.json and the validation curves in RUN/curves.png; after the
+# table, every row against the first of MODELS (the baseline): difference, Welch's p, seeds ahead.
 #
 # RECORDS=FILE (a runs.json of the same table, as committed under docs/img/): a table assembled over
 # several machines or sessions. A run that FILE holds counts as done (run_done) and its row takes
@@ -53,6 +54,8 @@ seeded_table() {
         done
         [[ -n "$dirs" ]] && rows+=("$model=$dirs")
     done
+    local first=${models%% *}
     python -m fairseq_tpr.cli.results_table --title "$title" --json "$run/runs.json" --curves "$run/curves.png" \
-        ${RECORDS:+--records "$RECORDS"} "${rows[@]}" | tee "$run/results.md"
+        ${RECORDS:+--records "$RECORDS"} $([[ " ${rows[*]} " == *" $first="* ]] && echo --compare "$first") \
+        "${rows[@]}" | tee "$run/results.md"
 }

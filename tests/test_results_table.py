@@ -87,6 +87,33 @@ def test_seeds_give_mean_and_sample_sd_and_the_json_has_every_run(tmp_path, caps
     assert figures["tp"][str(tmp_path / "tp-s2")]["interpolate/numbers__place_value"] == 50.0
 
 
+def test_compare_gives_the_difference_welch_p_and_seeds_ahead(tmp_path, capsys):
+    """--compare NAME: each other row against NAME on the headline metrics (here the math means) and the
+    validation loss, Welch's p by scipy, seeds paired by number (lower is ahead for the loss)."""
+    from scipy.stats import ttest_ind
+
+    tp, tf = [(40.0, 1.0), (50.0, 2.0), (60.0, 3.0)], [(30.0, 4.0), (55.0, 1.5), (32.0, 5.0)]
+    for seed, ((a, la), (b, lb)) in enumerate(zip(tp, tf), 1):
+        _math_run(tmp_path / f"tp-s{seed}", a, la)
+        _math_run(tmp_path / f"tf-s{seed}", b, lb)
+    rows = [f"{m}=" + ",".join(str(tmp_path / f"{m}-s{k}") for k in (1, 2, 3)) for m in ("tf", "tp")]
+    assert results_table_main(rows + ["--compare", "tf"]) == 0
+    out = capsys.readouterr().out
+    p_acc = ttest_ind([40, 50, 60], [30, 55, 32], equal_var=False).pvalue
+    p_loss = ttest_ind([1, 2, 3], [4, 1.5, 5], equal_var=False).pvalue
+    assert f"| tp | interpolation mean (%) | +11.00 | {p_acc:.2f} | 2 of 3 |" in out  # 40 > 30, 50 < 55, 60 > 32
+    assert f"| tp | valid loss | -1.500 | {p_loss:.2f} | 2 of 3 |" in out  # 1 < 4, 2 > 1.5, 3 < 5
+    assert "| tf |" not in out.split("**Against tf**")[1]  # the baseline is not compared with itself
+    assert results_table_main(rows + ["--compare", "nope"]) == 1
+    assert "--compare nope: no row of that name (rows: tf, tp)" in capsys.readouterr().err
+
+
+def test_welch_p_edge_cases():
+    assert results_table.welch_p([1.0], [2.0, 3.0]) is None  # one run on a side: no test
+    assert results_table.welch_p([2.0, 2.0], [2.0, 2.0]) == 1.0
+    assert results_table.welch_p([1.0, 1.0], [2.0, 2.0]) is None  # no spread on either side
+
+
 def test_captioning_rows_read_caption_scores_and_the_best_valid_loss(tmp_path):
     for seed, cider in ((1, 0.2), (2, 0.4)):
         run = tmp_path / f"atpl-s{seed}"

@@ -13,6 +13,10 @@ run's figures and its validation curve (``"valid_curve"``: the rows of :func:`pa
 which the CLI's ``--json`` writes to the small JSON committed next to a table; :func:`load_records`
 reads such a file back, and :func:`gather` takes a run that is not on this machine from it, by the
 run directory's name (``transformer-s2``). A run on this machine always wins over its record.
+
+Significance (:func:`comparison_of`): every row against one baseline row, on the headline metrics of
+the table's kind: the difference of the means, Welch's t-test over the seeds (two-sided p) and in
+how many seeds, paired by seed number, the row is ahead.
 """
 import json
 import re
@@ -227,6 +231,70 @@ def table_of(title, gathered):
         cells += [" / ".join(_cell(figures, key, 3 if key.startswith("caption/") else 2) for key in group)
                   for group in groups]
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+# the headline metrics of each kind of table, (key, label, higher is better)
+HEADLINE = {
+    "rouge": [("rouge/ROUGE-1", "R-1 (rouge-score)", True), ("rouge/ROUGE-2", "R-2 (rouge-score)", True),
+              ("rouge/ROUGE-L", "R-L (rouge-score)", True), ("meteor/METEOR", "METEOR", True)],
+    "math": [("interpolate/mean", "interpolation mean (%)", True), ("extrapolate/mean", "extrapolation mean (%)", True)],
+    "bleu": [("bleu", "sacreBLEU", True)],
+    "caption": [(f"caption/{m}", m, True) for m in CAPTION_METRICS],
+}
+
+
+def welch_p(a: Sequence[float], b: Sequence[float]) -> Optional[float]:
+    """Two-sided p of Welch's t-test (``scipy.stats.ttest_ind(equal_var=False)``); ``None`` when a side
+    has fewer than 2 runs, 1.0 when neither side varies and they are equal."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    if max(a) == min(a) and max(b) == min(b):
+        return None if a[0] != b[0] else 1.0
+    from scipy.stats import ttest_ind
+
+    return float(ttest_ind(a, b, equal_var=False).pvalue)
+
+
+def _by_seed(records_of: Dict[str, dict]) -> Dict[str, dict]:
+    """``{seed or run name: record}``: the seed number of a run directory ``...-sN``."""
+    out = {}
+    for run_dir, record in records_of.items():
+        seed = _SEED.search(Path(run_dir).name)
+        out[seed.group(1) if seed else Path(run_dir).name] = record
+    return out
+
+
+def comparison_of(gathered, baseline: str) -> str:
+    """Markdown: each row of :func:`gather`'s result against row ``baseline`` on the headline metrics of
+    the table's kind and the validation loss: the difference of the means (row - baseline), Welch's
+    two-sided p over the seeds ("-" with fewer than 2 seeds a side) and the seeds, paired by seed
+    number, in which the row is ahead. Empty when ``baseline`` is not a row."""
+    rows = dict(gathered)
+    if baseline not in rows:
+        return ""
+    every = [f for records_of in rows.values() for f in records_of.values()]
+    kind = next((k for k, metrics in HEADLINE.items() if any(m in f for f in every for m, _, _ in metrics)), None)
+    metrics = (HEADLINE[kind] if kind else []) + [("valid_loss", "valid loss", False)]
+    base = _by_seed(rows[baseline])
+    lines = [f"**Against {baseline}** (difference of the means; Welch's t-test over the seeds, two-sided p; "
+             "seeds, paired by seed number, in which the row is ahead)", "",
+             "| model | metric | difference | p | ahead in |", "|---|---|---:|---:|---|"]
+    for name, records_of in gathered:
+        if name == baseline:
+            continue
+        mine = _by_seed(records_of)
+        for key, label, higher in metrics:
+            a = [r[key] for r in mine.values() if key in r]
+            b = [r[key] for r in base.values() if key in r]
+            if not a or not b:
+                continue
+            p = welch_p(a, b)
+            paired = [s for s in mine if s in base and key in mine[s] and key in base[s]]
+            ahead = sum((mine[s][key] > base[s][key]) == higher and mine[s][key] != base[s][key] for s in paired)
+            diff = statistics.mean(a) - statistics.mean(b)
+            lines.append(f"| {name} | {label} | {diff:+.{3 if key == 'valid_loss' else 2}f} | "
+                         f"{'-' if p is None else f'{p:.2f}'} | {ahead} of {len(paired)} |")
     return "\n".join(lines)
 
 

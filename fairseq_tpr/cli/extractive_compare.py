@@ -36,20 +36,11 @@ def _runs(row):
     return {_seed(r, i): r for i, r in enumerate(runs)}
 
 
-def welch_p(a, b):
-    """Two-sided p of Welch's t-test; ``None`` when a side has fewer than 2 runs or both have no spread."""
-    if len(a) < 2 or len(b) < 2:
-        return None
-    from scipy.stats import ttest_ind
-    if max(a) == min(a) and max(b) == min(b):
-        return None if a[0] != b[0] else 1.0
-    return float(ttest_ind(a, b, equal_var=False).pvalue)
-
-
 def compare(table_a, table_b, metrics):
     """One dict per model name found in both tables (A's order): per metric the two means and
     standard deviations, the difference, Welch's p and the number of paired seeds with A > B;
     ``same`` when every paired run has equal metrics; ``tree`` whether the attention reads the tree."""
+    from fairseq_tpr.analysis.results_table import welch_p
     from fairseq_tpr.modules.tree_attention import ENCODINGS  # the attentions that read the tree (imports torch)
 
     rows_b = {r["model"]: r for r in table_b["rows"]}

@@ -20,6 +20,11 @@ the updates; validation, checkpoints and paused intervals left out); on a shared
 measures the load as well as the model, so compare speed with the paired ratios of
 docs/benchmarks.md.
 
+``--compare NAME`` adds, after the table, every other row against row NAME on the table's headline
+metrics and the validation loss: the difference of the means, Welch's t-test over the seeds
+(two-sided p) and in how many seeds, paired by seed number, the row is ahead (the significance note
+of a seeded table).
+
 A table assembled over several machines or sessions: ``--records FILE`` (a ``--json`` output, the
 per-run JSON committed under docs/img/) supplies every run directory that is not on this machine,
 by its name (``transformer-s2``); a run here wins over its record. ``--list-records`` prints the run
@@ -42,6 +47,8 @@ def main(argv=None):
     parser.add_argument("--title", default="results")
     parser.add_argument("--json", metavar="OUT", help="also write every run's figures and validation curve to OUT")
     parser.add_argument("--curves", metavar="PNG", type=Path, help="also draw every run's validation curve to PNG")
+    parser.add_argument("--compare", metavar="NAME",
+                        help="after the table, every other row against row NAME: difference, Welch's p, seeds ahead")
     parser.add_argument("--records", metavar="FILE", type=Path,
                         help="a --json output: runs not on this machine are read from it, by run directory name")
     parser.add_argument("--list-records", action="store_true",
@@ -62,7 +69,7 @@ def main(argv=None):
         runs.append((name, dirs))
     register()  # torch, fairseq and the plugin (the analysis package imports them), after the arguments are checked
     from fairseq_tpr.analysis.learning_curve import plot_curves
-    from fairseq_tpr.analysis.results_table import MissingRun, curves, gather, load_records, table_of
+    from fairseq_tpr.analysis.results_table import MissingRun, comparison_of, curves, gather, load_records, table_of
 
     try:
         records = load_records(args.records) if args.records else None
@@ -74,6 +81,12 @@ def main(argv=None):
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(table_of(args.title, gathered))
+    if args.compare:
+        if args.compare not in dict(gathered):
+            print(f"error: --compare {args.compare}: no row of that name (rows: {', '.join(n for n, _ in gathered)})",
+                  file=sys.stderr)
+            return 1
+        print("\n" + comparison_of(gathered, args.compare))
     if args.json:
         Path(args.json).write_text(json.dumps(dict(gathered), indent=1) + "\n")
         print(f"wrote {args.json}", file=sys.stderr)
