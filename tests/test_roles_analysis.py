@@ -354,10 +354,14 @@ def test_top_symbols_make_k_groups_by_hand():
     from fairseq_tpr.analysis.cluster import top_symbols
 
     rows = [["a", "b", "a", "c"], ["d", "a", "b", "e"]]  # a 3, b 2, then c d e once each (c first)
-    groups = top_symbols(rows, 3)
-    assert [g.tolist() for g in groups] == [[0, 1, 0, 2], [2, 0, 1, 2]]
-    # purity with k groups can only fall below that of every symbol in its own group
     labels = [["X", "Y", "X", "Z"], ["W", "X", "Y", "Z"]]
+    groups = top_symbols(rows, 3, labels)
+    assert [g.tolist() for g in groups] == [[0, 1, 0, 2], [2, 0, 1, 2]]
+    # only labelled positions count: without the labels of one "a" and one "b", a 2, then b c d e once each,
+    # c first seen: a and c get groups of their own
+    masked = [["X", "-", "-", "Z"], ["W", "X", "Y", "Z"]]
+    assert [g.tolist() for g in top_symbols(rows, 3, masked)] == [[0, 2, 0, 1], [2, 0, 2, 2]]
+    # purity with k groups can only fall below that of every symbol in its own group
     assert purity(groups, labels)["purity"] == pytest.approx(7 / 8)  # a: X X X, b: Y Y, the rest: Z W Z
     assert purity([np.asarray(r) for r in rows], labels)["purity"] == 1.0
 

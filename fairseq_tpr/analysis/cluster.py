@@ -79,12 +79,13 @@ def purity(groups: List[np.ndarray], labels: List[List[str]]) -> Dict:
     return {"purity": top / n if n else float("nan"), "tokens": n, "groups": table}
 
 
-def top_symbols(rows: List[List[str]], k: int) -> List[np.ndarray]:
-    """k groups from symbols: each of the k - 1 commonest symbols of ``rows`` its own group (ties by
-    first occurrence), every other symbol group k - 1. Grouping by symbol with as many groups as
-    k-means has clusters: purity grows with the number of groups, so this is the by-symbol grouping
-    a k-cluster purity can be compared with."""
-    common = [sym for sym, _ in Counter(sym for row in rows for sym in row).most_common(k - 1)]
+def top_symbols(rows: List[List[str]], k: int, labels: List[List[str]]) -> List[np.ndarray]:
+    """k groups from symbols: each of the k - 1 commonest symbols at the labelled positions (``labels``
+    not ``-``; ties by first occurrence) its own group, every other symbol group k - 1. Grouping by
+    symbol with as many groups as k-means has clusters: purity grows with the number of groups, so
+    this is the by-symbol grouping a k-cluster purity can be compared with."""
+    counts = Counter(sym for row, labs in zip(rows, labels) for sym, lab in zip(row, labs) if lab != "-")
+    common = [sym for sym, _ in counts.most_common(k - 1)]
     index = {sym: j for j, sym in enumerate(common)}
     return [np.asarray([index.get(sym, k - 1) for sym in row]) for row in rows]
 

@@ -148,7 +148,7 @@ def symbol_baselines(dump, side: str, token_labels: List[List[str]], k: int) -> 
     rows = [dump.tokens(side, i) for i in range(len(dump))]
     every = purity([np.asarray(row) for row in rows], token_labels)
     return {"tokens": every["tokens"], "symbols": every["purity"], "n_symbols": len(every["groups"]),
-            "symbols_k": purity(top_symbols(rows, k), token_labels)["purity"]}
+            "symbols_k": purity(top_symbols(rows, k, token_labels), token_labels)["purity"]}
 
 
 def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-1", attention: str = "self",
