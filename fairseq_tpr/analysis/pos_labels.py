@@ -22,7 +22,8 @@ so the tags are that parser's, one parse per line. How a line becomes tags:
    ``\u2581`` piece, that of the next piece of its word).
 
 A line the parser skips (longer than ``--max-length`` tokens) gets ``-`` (no label) for every
-token; the count is printed, never hidden. The summary also prints the commonest tags.
+token; the count is printed, never hidden. The summary also prints the commonest tags. A tqdm bar
+counts the lines as the parser reports them (``--no-progress``: none).
 
 The tags are automatic, not gold: this PCFG tags one-line package synopses (mostly noun
 phrases) with errors (``headers/VBZ`` in ``development libs and headers``). The probe compares
@@ -35,9 +36,12 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
+
+from tqdm import tqdm
 
 from ..errors import DependencyError, InputError
 
@@ -98,9 +102,11 @@ def parser_classpath() -> str:
     return f"{folder}/*"
 
 
-def stanford_tags(lines: Sequence[Sequence[str]], max_length: int = 100, threads: int = 1) -> List[List[str]]:
+def stanford_tags(lines: Sequence[Sequence[str]], max_length: int = 100, threads: int = 1,
+                  progress: bool = False) -> List[List[str]]:
     """Tag tokenised lines with the Stanford PCFG (one JVM for all lines). A line the parser skips
-    gets ``[]``. Empty lines are not sent (the parser would drop them without a trace)."""
+    gets ``[]``. Empty lines are not sent (the parser would drop them without a trace). With
+    ``progress``, a tqdm bar on stderr counts the lines as the parser reports them."""
     classpath = parser_classpath()
     sent = [i for i, line in enumerate(lines) if line]
     out: List[List[str]] = [[] for _ in lines]
@@ -114,14 +120,24 @@ def stanford_tags(lines: Sequence[Sequence[str]], max_length: int = 100, threads
         cmd = ["java", "-mx2g", "-cp", classpath, "edu.stanford.nlp.parser.lexparser.LexicalizedParser",
                "-encoding", "utf-8", "-sentences", "newline", "-tokenized", "-maxLength", str(max_length),
                "-nthreads", str(threads), "-outputFormat", "wordsAndTags", MODEL, src]
-        proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8")
+        dst = os.path.join(tmp, "tags.txt")
+        log = collections.deque(maxlen=20)  # the end of the parser's log, for messages
+        bar = tqdm(total=len(sent), desc="POS tagging", unit="line", file=sys.stderr, disable=not progress)
+        with open(dst, "w", encoding="utf-8") as tags_file, \
+                subprocess.Popen(cmd, stdout=tags_file, stderr=subprocess.PIPE, text=True, encoding="utf-8") as proc:
+            for line in proc.stderr:  # the parser logs "Parsing [sent. N len. M]: ..." for every line
+                log.append(line.strip())
+                if line.startswith("Parsing [sent."):
+                    bar.update(1)
+        bar.close()
+        with open(dst, encoding="utf-8") as f:
+            tagged = [line for line in f.read().split("\n") if line.strip()]
     if proc.returncode != 0:
-        raise DependencyError(f"the Stanford parser failed (exit {proc.returncode}): "
-                              f"{' '.join(proc.stderr.split())[-400:]}")
-    tagged = [line for line in proc.stdout.split("\n") if line.strip()]
+        raise DependencyError(f"the Stanford parser failed (exit {proc.returncode}; model {MODEL}, classpath "
+                              f"{classpath}): {' '.join(log)[-400:]}")
     if len(tagged) != len(sent):
         raise DependencyError(f"the Stanford parser returned {len(tagged)} tagged lines for {len(sent)} sent; "
-                              f"its log ends: {' '.join(proc.stderr.split())[-300:]}")
+                              f"its log ends: {' '.join(log)[-300:]}")
     for i, line in zip(sent, tagged):
         if line.strip() == SKIPPED:
             continue
@@ -176,10 +192,11 @@ def main(argv=None):
     p.add_argument("--other", default="source", help="the other language suffix (default source)")
     p.add_argument("--max-length", type=int, default=100, help="the parser skips longer lines (default 100 tokens)")
     p.add_argument("--threads", type=int, default=1, help="parser threads (default 1)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     a = p.parse_args(argv)
     # a bad input or a missing tool raises a FairseqTprError: the plugin's excepthook prints one "error:" line
     prefix, lines = load_pieces(a.data, a.split, a.side, a.other)
-    labels, skipped = piece_labels(lines, lambda t: stanford_tags(t, a.max_length, a.threads))
+    labels, skipped = piece_labels(lines, lambda t: stanford_tags(t, a.max_length, a.threads, not a.no_progress))
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     with open(a.out, "w", encoding="utf-8") as f:
         for line in labels:
