@@ -101,6 +101,19 @@ def test_by_input_token_baseline_by_hand():
     assert s["micro_f1"] == pytest.approx(1.0)  # </s> -> X, a -> Y
 
 
+def test_by_position_baseline_by_hand():
+    """Each position t predicts its commonest training label at t; a position never seen in
+    training gets the commonest label overall; the side does not matter (t is t on both)."""
+    from fairseq_tpr.analysis.probe import by_position
+
+    train = [(["a", "b", "a"], _token_example(["X", "Y", "X"])), (["c", "c"], _token_example(["X", "Z"])),
+             (["d"], _token_example(["Z"]))]
+    # t=0: X X Z -> X; t=1: Y Z -> Y (tie, first seen); t=2: X; unseen t=3 -> X (commonest overall: X 3)
+    ev = [(["q", "r", "s", "t"], _token_example(["X", "Y", "Y", "X"])), (["a", "a"], _token_example(["Z", "-"]))]
+    s = by_position(train, ev)
+    assert s["targets"] == 5 and s["micro_f1"] == pytest.approx(3 / 5)  # X Y (Y: wrong) X, then Z: wrong
+
+
 def test_label_files_are_checked_against_the_tokens(tmp_path):
     lengths = [3, 2]
     toks = [["x", "y", "z"], ["u", "v"]]
@@ -168,7 +181,8 @@ def test_cli_on_tiny_checkpoints_and_bad_input(tmp_path, capsys):
     assert all(0.0 <= r["micro_f1"] <= 1.0 and r["targets"] > 0 for r in res["results"])
     assert 0.0 <= res["by_input_token"]["micro_f1"] <= 1.0
     printed = capsys.readouterr().out
-    assert "| 1 |" in printed and "input token alone: " in printed
+    assert "| 1 |" in printed and "input token alone: " in printed and "position alone: " in printed
+    assert 0.0 <= res["by_position"]["micro_f1"] <= 1.0
     # decoder side, plain transformer, layer outputs
     probe_cli.main([data, "--path", plain, "--side", "decoder", "--representation", "layer",
                     "--train-labels", str(tmp_path / "train.tgt.lab"), "--eval-labels", str(tmp_path / "test.tgt.lab"),
@@ -215,7 +229,8 @@ def _probe_json(path, scores, side="decoder", baseline=0.3):
                for (r, l), v in scores.items()]
     path.write_text(json.dumps({"arch": "x", "side": side, "attention": "cross", "train": ["valid", 5],
                                 "eval": ["test", 5], "results": results,
-                                "by_input_token": {"micro_f1": baseline, "macro_f1": baseline / 2}}))
+                                "by_input_token": {"micro_f1": baseline, "macro_f1": baseline / 2},
+                                "by_position": {"micro_f1": baseline / 3, "macro_f1": baseline / 6}}))
     return str(path)
 
 
@@ -230,7 +245,7 @@ def test_probe_table_over_seeds_by_hand(tmp_path, capsys):
     assert "| layer | A role | A layer | B layer |" in out  # representations in the order role .. layer
     assert "| 0 | 42.0 ± 2.8 | 51.0 ± 1.4 | 45.0 |" in out  # mean ± sample sd over the two seeds of A
     assert "| 1 | 42.0 ± 0.0 |  | 47.0 |" in out  # a layer a model was not probed at stays empty
-    assert "majority label 25.0; input token alone 30.0 (macro-F1 15.0)" in out
+    assert "majority label 25.0; input token alone 30.0 (macro-F1 15.0); position alone 10.0 (macro-F1 5.0)" in out
     cells = json.loads((tmp_path / "t.json").read_text())["cells"]
     assert cells["A role 0"]["macro_f1"] == [0.20, 0.22]
     other = _probe_json(tmp_path / "enc.json", {("layer", 0): 0.5}, side="encoder")

@@ -338,6 +338,10 @@ def test_purity_table_over_heads_equals_kmeans_and_purity_by_hand(tmp_path, caps
     assert report["majority"] == pytest.approx(max(flat.count(c) for c in range(3)) / len(flat))
     assert report["symbols"] == report["symbols_k"] == 1.0  # the planted dump's symbol is its cluster
     assert report["n_symbols"] == 3
+    # by the position: each of the 8 labelled positions holds 6 tokens; its commonest planted cluster, by hand
+    by_pos = sum(max([t[p] for t in truth].count(c) for c in range(3)) for p in range(8)) / 48
+    assert report["n_positions"] == 8 and report["positions"] == pytest.approx(by_pos)
+    assert 0 < report["positions_k"] <= report["positions"]
     assert "| role | 1 | 100.0 |" in capsys.readouterr().out
     lab.write_text("".join(" ".join("A" if i < 4 else "B" for i in range(8)) + "\n" for _ in truth))
     other, _ = _planted_dump(seed=1)  # a second model (seed) dumped on the same examples
@@ -364,6 +368,30 @@ def test_top_symbols_make_k_groups_by_hand():
     # purity with k groups can only fall below that of every symbol in its own group
     assert purity(groups, labels)["purity"] == pytest.approx(7 / 8)  # a: X X X, b: Y Y, the rest: Z W Z
     assert purity([np.asarray(r) for r in rows], labels)["purity"] == 1.0
+
+
+def test_position_bins_by_hand_and_a_position_code_is_matched_by_them(tmp_path):
+    """k contiguous bins of about equal labelled tokens; labels that are a function of the position
+    alone are pure by position, which role clusters must then beat to say more than where a token is."""
+    from fairseq_tpr.analysis.cluster import position_bins
+    from fairseq_tpr.analysis.roles import print_purity
+
+    labels = [["x"] * 6, ["x"] * 4 + ["-", "-"], ["x", "-"]]  # labelled positions 0-5, 0-3, 0: 11 tokens
+    # sorted 0 0 0 1 1 2 2 3 3 4 5; k = 3: edges at ranks 3 and 7, positions 1 and 3
+    assert [g.tolist() for g in position_bins(labels, 3)] == [[0, 1, 1, 2, 2, 2], [0, 1, 1, 2, 2, 2], [0, 1]]
+    # more bins than positions: every position its own bin, coinciding edges merged
+    assert [g.tolist() for g in position_bins(labels, 20)][0] == [0, 1, 2, 3, 4, 5]
+    assert [g.tolist() for g in position_bins([["-", "x", "x"]], 2)] == [[0, 0, 1]]  # no empty first bin
+    dump, truth = _planted_dump()
+    path = tmp_path / "planted.npz"
+    dump.save(str(path))
+    lab = tmp_path / "lab.txt"  # first half / second half of the question: position, not symbol
+    lab.write_text("".join(" ".join("A" if i < 4 else "B" for i in range(8)) + "\n" for _ in truth))
+    out = tmp_path / "p.json"
+    print_purity(str(path), str(lab), layer="0", components=["role"], k=2, json_path=str(out))
+    report = json.loads(out.read_text())["dumps"][0]
+    assert report["positions"] == report["positions_k"] == 1.0 and report["majority"] == 0.5
+    assert report["symbols_k"] < 1.0
 
 
 def test_purity_baseline_on_the_decoder_groups_by_the_symbol_read(tmp_path):

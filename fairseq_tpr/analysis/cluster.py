@@ -90,6 +90,19 @@ def top_symbols(rows: List[List[str]], k: int, labels: List[List[str]]) -> List[
     return [np.asarray([index.get(sym, k - 1) for sym in row]) for row in rows]
 
 
+def position_bins(labels: List[List[str]], k: int) -> List[np.ndarray]:
+    """At most k groups from positions: the position t of each token, cut into contiguous bins at the
+    quantiles of the labelled positions (``labels`` not ``-``), so that each bin holds about n / k of
+    the n labelled tokens (bins whose edges coincide merge). Grouping by position with as many groups
+    as k-means has clusters: a representation that carries where a token stands, and nothing more,
+    reaches this purity."""
+    where = np.sort(np.concatenate([np.flatnonzero(np.asarray(row) != "-") for row in labels]
+                                   or [np.zeros(0, dtype=int)]))
+    edges = np.unique(where[(len(where) * np.arange(1, k)) // k]) if len(where) else np.zeros(0, dtype=int)
+    edges = edges[edges > (where[0] if len(where) else 0)]  # no empty first bin
+    return [np.searchsorted(edges, np.arange(len(row)), side="right") for row in labels]
+
+
 def read_token_labels(path: str, dump, side: str) -> List[List[str]]:
     """Token labels (the probe's ``token`` format, one line per example of the split) for the
     examples of ``dump``, with ``-`` at the final ``</s>``; checked against the dump's tokens."""

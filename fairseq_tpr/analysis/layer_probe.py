@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence
 from ..errors import ConfigError
 from .capture import model_kind
 from .dump import arch_of, load_checkpoint, load_split, run_capture
-from .probe import by_input_token, f1_scores, predict, read_labels, train_probe
+from .probe import BASELINES, by_input_token, by_position, f1_scores, predict, read_labels, train_probe
 
 REPRESENTATIONS = ("role", "filler", "tpr", "layer")
 
@@ -84,11 +84,13 @@ def probe_checkpoint(data: str, path: str, train_labels: str, eval_labels: str, 
     n_train = min(max_train_examples or len(train_ds), len(train_ds))
     n_eval = min(max_eval_examples or len(eval_ds), len(eval_ds))
     train_ex, eval_ex = train_ex[:n_train], eval_ex[:n_eval]
-    baseline = None
+    baselines = {}
     if label_format == "token":
         train_tok, eval_tok = _tokens_of(train_ds, side, task), _tokens_of(eval_ds, side, task)
-        baseline = by_input_token([(train_tok(i), ex) for i, ex in enumerate(train_ex)],
-                                  [(eval_tok(i), ex) for i, ex in enumerate(eval_ex)], side)
+        train_pairs = [(train_tok(i), ex) for i, ex in enumerate(train_ex)]
+        eval_pairs = [(eval_tok(i), ex) for i, ex in enumerate(eval_ex)]
+        baselines = {"by_input_token": by_input_token(train_pairs, eval_pairs, side),
+                     "by_position": by_position(train_pairs, eval_pairs)}
 
     t0 = time.time()
     train_dump = _capture(model, task, train_ds, n_train, side, attention, representations, layers)
@@ -113,30 +115,35 @@ def probe_checkpoint(data: str, path: str, train_labels: str, eval_labels: str, 
     unseen = sorted({lab for ex in eval_ex for lab in ex.labels} - {lab for ex in train_ex for lab in ex.labels})
     print()
     print(format_table(results, arch, side, eval_split, attention, results[0]["majority"] if results else float("nan"),
-                       baseline))
+                       baselines))
     if unseen:
         print(f"\nnote: eval labels never seen in training (always counted wrong): {', '.join(unseen)}")
     if json_path:
         with open(json_path, "w") as f:
             json.dump({"arch": arch, "kind": kind, "checkpoint": path, "side": side, "attention": attention,
                        "train": [train_split, n_train], "eval": [eval_split, n_eval], "results": results,
-                       "by_input_token": baseline},
+                       "by_input_token": baselines.get("by_input_token"), "by_position": baselines.get("by_position")},
                       f, indent=1)
         print(f"wrote {json_path}")
     return results
 
 
-def format_table(results, arch, side, eval_split, attention, majority, baseline=None):
-    """The scores as a Markdown table, headed by the baselines (majority label; ``baseline``, the
-    scores of :func:`.probe.by_input_token`, when given)."""
+def format_baselines(baselines) -> str:
+    """``; input token alone: micro / macro; position alone: micro / macro`` (%), for the
+    :data:`BASELINES` that ``baselines`` holds."""
+    return "".join(f"; {name}: {100 * baselines[key]['micro_f1']:.1f} / {100 * baselines[key]['macro_f1']:.1f}"
+                   for key, name in BASELINES.items() if (baselines or {}).get(key))
+
+
+def format_table(results, arch, side, eval_split, attention, majority, baselines=None):
+    """The scores as a Markdown table, headed by the baselines (majority label; ``baselines``, the
+    scores of :func:`.probe.by_input_token` and :func:`.probe.by_position` by key, when given)."""
     reps = list(dict.fromkeys(r["representation"] for r in results))
     layers = sorted({r["layer"] for r in results})
     by = {(r["representation"], r["layer"]): r for r in results}
     site = f"{side} ({attention}-attention sites)" if any(r != "layer" for r in reps) else side
     lines = [f"micro-F1 / macro-F1 (%) of the probe on {eval_split}, {arch}, {site}; "
-             f"majority label: {100 * majority:.1f}" +
-             ("" if baseline is None else f"; input token alone: {100 * baseline['micro_f1']:.1f} / "
-                                          f"{100 * baseline['macro_f1']:.1f}"),
+             f"majority label: {100 * majority:.1f}" + format_baselines(baselines),
              "", "| layer | " + " | ".join(reps) + " |", "|---:|" + "---:|" * len(reps)]
     for layer in layers:
         cells = [f"{100 * by[(r, layer)]['micro_f1']:.1f} / {100 * by[(r, layer)]['macro_f1']:.1f}" for r in reps]

@@ -38,10 +38,11 @@ Per layer, on the chosen representation ``X`` (``T x d``, all heads concatenated
    trained with cross-entropy (Adam) while the model stays frozen.
 
 Scores: micro-F1 over all targets (equal to accuracy, since each target has one label) and
-macro-F1 (mean over the labels of the evaluation set), with two baselines that a representation
+macro-F1 (mean over the labels of the evaluation set), with baselines that a representation
 must beat to show it holds more than they do: the majority label, and for token labels the label
 read off the input token alone (:func:`by_input_token`: each input symbol predicts its commonest
-label in the training split; on the decoder the input at position t is the previous token).
+label in the training split; on the decoder the input at position t is the previous token) and
+off the position alone (:func:`by_position`: the commonest training label at position t).
 """
 import collections
 from dataclasses import dataclass, field
@@ -252,6 +253,9 @@ def input_symbols(tokens: Sequence[str], side: str) -> List[str]:
     return list(tokens) if side == "encoder" else ["</s>"] + list(tokens[:-1])
 
 
+BASELINES = {"by_input_token": "input token alone", "by_position": "position alone"}  # JSON key: name
+
+
 def by_input_token(train: Sequence[Tuple[List[str], Example]], evaluate: Sequence[Tuple[List[str], Example]],
                    side: str) -> Dict[str, float]:
     """The scores (:func:`f1_scores`) of predicting every token-format target from its input symbol
@@ -259,21 +263,35 @@ def by_input_token(train: Sequence[Tuple[List[str], Example]], evaluate: Sequenc
     label for a symbol never seen there. ``train``/``evaluate``: (tokens without ``</s>``, labels)
     per example. The baseline of a context-free reading of the input, which the probe of a
     representation must beat to show it holds more."""
+    return _by_key(train, evaluate, lambda tokens: input_symbols(tokens, side))
+
+
+def by_position(train: Sequence[Tuple[List[str], Example]], evaluate: Sequence[Tuple[List[str], Example]]
+                ) -> Dict[str, float]:
+    """As :func:`by_input_token`, keyed by the position t of each target instead of its symbol: the
+    commonest training label at position t. What a representation that holds only where a token
+    stands (the positional encoding) can tell; in short templated inputs that is a lot."""
+    return _by_key(train, evaluate, lambda tokens: range(len(tokens)))
+
+
+def _by_key(train, evaluate, keys) -> Dict[str, float]:
+    """Each token-format target predicted by the commonest training label of its key, ``keys(tokens)[t]``
+    for the target at position t; the training split's commonest label for a key never seen there."""
     def pairs(data):
         for tokens, ex in data:
-            seen = input_symbols(tokens, side)
+            key = keys(tokens)
             for sp, lab in zip(ex.spans, ex.labels):
-                yield seen[sp[0][0]], lab
+                yield key[sp[0][0]], lab
 
-    counts: Dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    for sym, lab in pairs(train):
-        counts[sym][lab] += 1
+    counts: Dict[object, collections.Counter] = collections.defaultdict(collections.Counter)
+    for key, lab in pairs(train):
+        counts[key][lab] += 1
     overall = collections.Counter(lab for _, ex in train for lab in ex.labels)
     fallback = overall.most_common(1)[0][0]
     gold, pred = [], []
-    for sym, lab in pairs(evaluate):
+    for key, lab in pairs(evaluate):
         gold.append(lab)
-        pred.append(counts[sym].most_common(1)[0][0] if sym in counts else fallback)
+        pred.append(counts[key].most_common(1)[0][0] if key in counts else fallback)
     return f1_scores(gold, pred)
 
 

@@ -6,14 +6,15 @@ Every ``NAME`` is one model; its files are its seeds, probed on the same splits 
 Markdown table has a row per layer and a column per model and representation (``role``,
 ``filler``, ``tpr``, ``layer``), each cell the micro-F1 (%) as mean ± sample sd over the seeds
 (the seed count is in the header), then the baselines the probe must beat: the majority label
-and the input token alone (:func:`fairseq_tpr.analysis.probe.by_input_token`), which depend on
-the labels only. ``--json`` writes the same figures, macro-F1 included.
+the input token alone and the position alone (:func:`fairseq_tpr.analysis.probe.by_input_token`,
+:func:`~fairseq_tpr.analysis.probe.by_position`), which depend on the labels and tokens only. ``--json`` writes the same figures, macro-F1 included.
 """
 import argparse
 import json
 from typing import Dict, List, Tuple
 
 from ..errors import InputError
+from .probe import BASELINES
 from .results_table import mean_sd
 
 ORDER = ("role", "filler", "tpr", "layer")
@@ -79,11 +80,11 @@ def build(runs: List[Tuple[str, List[dict]]]) -> Tuple[str, Dict]:
             cells.append(_cell(cell["micro_f1"]) if cell else "")
         lines.append(f"| {layer} | " + " | ".join(cells) + " |")
     majority = res0["results"][0]["majority"]
-    base = res0.get("by_input_token")
+    base = {key: res0.get(key) for key in BASELINES}
     lines += ["", f"Baselines: majority label {100 * majority:.1f}" +
-              ("" if not base else f"; input token alone {100 * base['micro_f1']:.1f} (macro-F1 "
-                                   f"{100 * base['macro_f1']:.1f})")]
-    return "\n".join(lines), {"cells": figures, "majority": majority, "by_input_token": base}
+              "".join(f"; {name} {100 * base[key]['micro_f1']:.1f} (macro-F1 {100 * base[key]['macro_f1']:.1f})"
+                      for key, name in BASELINES.items() if base[key])]
+    return "\n".join(lines), {"cells": figures, "majority": majority, **base}
 
 
 def main(argv=None):

@@ -113,13 +113,14 @@ def print_kmeans(dump_path: str, side: str = "encoder", layer: str = "-1", atten
 
         token_labels = read_token_labels(labels, dump, side)
         by_cluster = purity(res["labels"], token_labels)
-        base = symbol_baselines(dump, side, token_labels, k)
+        base = grouping_baselines(dump, side, token_labels, k)
         pure = {"labels": labels, "tokens": by_cluster["tokens"], "clusters": by_cluster["purity"],
-                "symbols": base["symbols"], "symbols_k": base["symbols_k"]}
+                **{key: base[key] for key in ("symbols", "symbols_k", "positions", "positions_k")}}
         print(f"\nlabels {labels}: {by_cluster['tokens']} labelled tokens; purity of the {k} clusters "
               f"{100 * by_cluster['purity']:.1f}%, of grouping by the symbol read ({base['n_symbols']} symbols) "
               f"{100 * base['symbols']:.1f}%, by its {k - 1} commonest symbols and the rest ({k} groups) "
-              f"{100 * base['symbols_k']:.1f}%\n")
+              f"{100 * base['symbols_k']:.1f}%, by the position ({base['n_positions']} positions) "
+              f"{100 * base['positions']:.1f}%, by the position in {k} bins {100 * base['positions_k']:.1f}%\n")
         print("| cluster | labels (count) |\n|---:|---|")
         for c in sorted(by_cluster["groups"]):
             print(f"| {c} | " + ", ".join(f"{lab} ({n})" for lab, n in by_cluster["groups"][c].most_common()) + " |")
@@ -138,17 +139,23 @@ def print_kmeans(dump_path: str, side: str = "encoder", layer: str = "-1", atten
     return res
 
 
-def symbol_baselines(dump, side: str, token_labels: List[List[str]], k: int) -> dict:
-    """Purity of grouping the labelled tokens by the symbol each position reads (on the decoder the
-    previous token, not the one it predicts): by every symbol (``symbols``, ``n_symbols`` groups) and
-    by the k - 1 commonest symbols and the rest (``symbols_k``: k groups, as many as k-means has
-    clusters, so comparable with a cluster purity)."""
-    from .cluster import purity, top_symbols
+def grouping_baselines(dump, side: str, token_labels: List[List[str]], k: int) -> dict:
+    """Purity of grouping the labelled tokens without the model, the controls a cluster purity is read
+    against. By the symbol each position reads (on the decoder the previous token, not the one it
+    predicts): every symbol its own group (``symbols``, ``n_symbols`` groups) and the k - 1 commonest
+    symbols and the rest (``symbols_k``). By the position t: every position its own group
+    (``positions``, ``n_positions`` groups) and k contiguous bins of about equal labelled tokens
+    (``positions_k``). The ``_k`` groupings have as many groups as k-means has clusters (purity grows
+    with the number of groups), so they are the ones a k-cluster purity is compared with."""
+    from .cluster import position_bins, purity, top_symbols
 
     rows = [dump.tokens(side, i) for i in range(len(dump))]
     every = purity([np.asarray(row) for row in rows], token_labels)
+    at = purity([np.arange(len(row)) for row in token_labels], token_labels)
     return {"tokens": every["tokens"], "symbols": every["purity"], "n_symbols": len(every["groups"]),
-            "symbols_k": purity(top_symbols(rows, k, token_labels), token_labels)["purity"]}
+            "symbols_k": purity(top_symbols(rows, k, token_labels), token_labels)["purity"],
+            "positions": at["purity"], "n_positions": len(at["groups"]),
+            "positions_k": purity(position_bins(token_labels, k), token_labels)["purity"]}
 
 
 def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-1", attention: str = "self",
@@ -157,8 +164,8 @@ def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-
     """How well k-means clusters of each head's vectors predict token ``labels``, for every head
     (or ``heads``) and ``component`` of one site, in one dump or in several (the seeds of one model,
     dumped on the same examples): the purity of the k clusters (tokens in their cluster's majority
-    label, over the labelled tokens), against grouping the same tokens by their symbol and against
-    the majority label alone. One Markdown table (mean ± sample sd over the dumps); ``json_path``
+    label, over the labelled tokens), against grouping the same tokens by their symbol, by their
+    position (``grouping_baselines``) and against the majority label alone. One Markdown table (mean ± sample sd over the dumps); ``json_path``
     gets every dump's figures. Returns ``[{"component", "head", "purity": [one per dump]}]``."""
     from .cluster import kmeans_roles, purity, read_token_labels
     from .results_table import mean_sd
@@ -170,7 +177,7 @@ def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-
         dump = Dump.load(path)
         key = dump.site(side, layer, attention)
         token_labels = read_token_labels(labels, dump, side)
-        base = symbol_baselines(dump, side, token_labels, k)
+        base = grouping_baselines(dump, side, token_labels, k)
         majority = purity([np.zeros(len(seq), dtype=int) for seq in token_labels], token_labels)["purity"]  # one group
         n_heads = dump.component(key, components[0])[0].shape[1]
         for component in components:
@@ -178,9 +185,7 @@ def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-
                 head = dump.check_head(key, head)
                 res = kmeans_roles(dump, key, head, k, seed=seed, component=component)
                 rows.setdefault((component, head), []).append(purity(res["labels"], token_labels)["purity"])
-        per_dump.append({"dump": path, "site": key, "examples": len(dump), "tokens": base["tokens"],
-                         "symbols": base["symbols"], "n_symbols": base["n_symbols"], "symbols_k": base["symbols_k"],
-                         "majority": majority})
+        per_dump.append({"dump": path, "site": key, "examples": len(dump), **base, "majority": majority})
     out = [{"component": c, "head": h, "purity": v} for (c, h), v in rows.items()]
 
     def cell(values):
@@ -191,8 +196,9 @@ def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-
     print(f"k-means (k={k}) purity against {labels} at {first['site']}: {len(paths)} dump(s) of "
           f"{first['examples']} examples, {first['tokens']} labelled tokens; grouping by the symbol read "
           f"({first['n_symbols']} symbols) {cell([d['symbols'] for d in per_dump])}%, by its {k - 1} commonest symbols "
-          f"and the rest ({k} groups, as many as clusters) {cell([d['symbols_k'] for d in per_dump])}%, majority label "
-          f"{cell([d['majority'] for d in per_dump])}%\n")
+          f"and the rest ({k} groups, as many as clusters) {cell([d['symbols_k'] for d in per_dump])}%; by the position "
+          f"({first['n_positions']} positions) {cell([d['positions'] for d in per_dump])}%, by the position in {k} bins "
+          f"{cell([d['positions_k'] for d in per_dump])}%; majority label {cell([d['majority'] for d in per_dump])}%\n")
     print("| component | head | purity (%) |\n|---|---:|---:|")
     for row in out:
         print(f"| {row['component']} | {row['head']} | {cell(row['purity'])} |")

@@ -90,7 +90,7 @@ def build_parser():
     u.add_argument("--component", nargs="+", choices=("role", "filler", "tpr"), default=["role", "filler", "tpr"])
     u.add_argument("--k", type=int, default=20)
     u.add_argument("--seed", type=int, default=0)
-    u.add_argument("--json", help="also write the rows (and the by-symbol and majority baselines) here")
+    u.add_argument("--json", help="also write the rows (and the by-symbol, by-position and majority baselines) here")
 
     h = sub.add_parser("heatmap", help="PNG heatmap of attention (or role attention) for one layer/head/example")
     _site_args(h)
