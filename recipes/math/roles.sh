@@ -14,7 +14,7 @@
 # 2. Per tp_transformer seed: fairseq-tpr-roles dump of the first EXAMPLES (128) comparison__pair
 #    questions (teacher forcing), then fairseq-tpr-roles purity over the seeds (k = K, 20, as Schlag
 #    et al.): how well k-means clusters of the last encoder layer's role, filler and TPR vectors of each
-#    head predict the operand and the fraction labels, against grouping by the symbol and the majority
+#    head predict the operand and the fraction labels, against grouping by the symbol, by the position and the majority
 #    label (OUT/purity_operand.md/.json, OUT/purity_fraction.md/.json).
 # 3. Pictures of the first seed: the role clusters of the head whose role clusters are purest on operand
 #    (OUT/role_clusters.png, Fig. 3 layout) and that head's attention on question EXAMPLE (3)

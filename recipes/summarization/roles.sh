@@ -18,7 +18,7 @@
 #    cluster (OUT/role_clusters.png, .md, .json).
 # 3. A measurement of those clusters: for every head of that binding, the purity of the k-means clusters
 #    of its roles, fillers and TPRs against the part of speech of the token each position predicts, over
-#    the seeds, next to grouping by the token each position reads and to the majority tag
+#    the seeds, next to grouping by the token each position reads, by the position and to the majority tag
 #    (fairseq-tpr-roles purity; OUT/purity_pos.md, .json). The tags are the Stanford parser's
 #    (python -m fairseq_tpr.analysis.pos_labels, OUT/pos/test.pos, shared with pos_probe.sh; needs
 #    fairseq_tpr[rst] and Java).
