@@ -212,6 +212,8 @@ def test_math_table1_one_run_and_the_table_then_the_role_analysis(tmp_path, math
     assert "== transformer-s1: not finished on this machine" in proc.stderr
     purity = json.loads((run / "analysis/purity_operand.json").read_text())
     assert len(purity["dumps"]) == 1 and {r["component"] for r in purity["rows"]} == {"role", "filler", "tpr"}
+    place = json.loads((run / "analysis/purity_place-value.json").read_text())  # on the place_value questions
+    assert place["dumps"][0]["dump"].endswith(".npz") and place["dumps"][0]["dump"] != purity["dumps"][0]["dump"]
     for png in ("role_clusters.png", "attention.png"):
         assert (run / "analysis" / png).stat().st_size > 0
     assert "layer" in (run / "analysis/probe_operand_tp_transformer.md").read_text()

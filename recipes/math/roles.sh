@@ -11,11 +11,13 @@
 # 1. Token labels (python -m fairseq_tpr.analysis.math_labels) of the comparison__pair and
 #    numbers__place_value interpolation test sets and of valid: operand (first, second, later number),
 #    fraction (numerator, denominator, none) and place value.
-# 2. Per tp_transformer seed: fairseq-tpr-roles dump of the first EXAMPLES (128) comparison__pair
-#    questions (teacher forcing), then fairseq-tpr-roles purity over the seeds (k = K, 20, as Schlag
-#    et al.): how well k-means clusters of the last encoder layer's role, filler and TPR vectors of each
-#    head predict the operand and the fraction labels, against grouping by the symbol, by the position and the majority
-#    label (OUT/purity_operand.md/.json, OUT/purity_fraction.md/.json).
+# 2. Per tp_transformer seed: fairseq-tpr-roles dump of the first EXAMPLES (128) comparison__pair and
+#    numbers__place_value questions (teacher forcing), then fairseq-tpr-roles purity over the seeds
+#    (k = K, 20, as Schlag et al.): how well k-means clusters of the last encoder layer's role, filler
+#    and TPR vectors of each head predict the operand and the fraction labels (comparison__pair) and
+#    the place value (numbers__place_value), against grouping by the symbol, by the position and the
+#    majority label (OUT/purity_operand.md/.json, OUT/purity_fraction.md/.json,
+#    OUT/purity_place-value.md/.json).
 # 3. Pictures of the first seed: the role clusters of the head whose role clusters are purest on operand
 #    (OUT/role_clusters.png, Fig. 3 layout) and that head's attention on question EXAMPLE (3)
 #    (OUT/attention.png, Fig. 4 layout).
@@ -52,22 +54,26 @@ for spec in "$cmp operand" "$cmp fraction" "$pv place-value" "valid operand" "va
     [[ -f "$out/$split.$task" ]] || python -m fairseq_tpr.analysis.math_labels "$data" "$split" "$out/$split.$task" --task "$task"
 done
 
-dumps=()
+dumps=() pv_dumps=()
 for seed in $SEEDS; do
     ckpt=$(trained_checkpoint "$run/tp_transformer-s$seed") || continue
-    npz=$out/tp_transformer-s$seed.$cmp.npz
-    if [[ ! -f "$npz" ]]; then
-        stamp "dump: tp_transformer seed $seed, $EXAMPLES questions of $cmp (comparison__pair)"
-        fairseq-tpr-roles dump "$data" --path "$ckpt" --split "$cmp" --max-examples "$EXAMPLES" \
-            --components role,filler,tpr,attn --cpu --out "$npz"
-    fi
-    dumps+=("$npz")
+    for spec in "$cmp comparison__pair role,filler,tpr,attn" "$pv numbers__place_value role,filler,tpr"; do
+        read -r split module components <<< "$spec"
+        npz=$out/tp_transformer-s$seed.$split.npz
+        if [[ ! -f "$npz" ]]; then
+            stamp "dump: tp_transformer seed $seed, $EXAMPLES questions of $split ($module)"
+            fairseq-tpr-roles dump "$data" --path "$ckpt" --split "$split" --max-examples "$EXAMPLES" \
+                --components "$components" --cpu --out "$npz"
+        fi
+        if [[ $split == "$cmp" ]]; then dumps+=("$npz"); else pv_dumps+=("$npz"); fi
+    done
 done
 [[ ${#dumps[@]} -gt 0 ]] || { echo "error: no tp_transformer checkpoint of seeds $SEEDS under $run" >&2; exit 2; }
 
-for task in operand fraction; do
+for task in operand fraction place-value; do
     stamp "purity: $task (${#dumps[@]} seeds)"
-    fairseq-tpr-roles purity "${dumps[@]}" --labels "$out/$cmp.$task" --k "$K" --json "$out/purity_$task.json" \
+    if [[ $task == place-value ]]; then on=("${pv_dumps[@]}") split=$pv; else on=("${dumps[@]}") split=$cmp; fi
+    fairseq-tpr-roles purity "${on[@]}" --labels "$out/$split.$task" --k "$K" --json "$out/purity_$task.json" \
         | tee "$out/purity_$task.md"
 done
 
