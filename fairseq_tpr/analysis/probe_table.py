@@ -5,9 +5,10 @@
 Every ``NAME`` is one model; its files are its seeds, probed on the same splits and labels. The
 Markdown table has a row per layer and a column per model and representation (``role``,
 ``filler``, ``tpr``, ``layer``), each cell the micro-F1 (%) as mean ± sample sd over the seeds
-(the seed count is in the header), then the baselines the probe must beat: the majority label
+(the seed count is in the header), then the baselines the probe must beat: the majority label,
 the input token alone and the position alone (:func:`fairseq_tpr.analysis.probe.by_input_token`,
-:func:`~fairseq_tpr.analysis.probe.by_position`), which depend on the labels and tokens only. ``--json`` writes the same figures, macro-F1 included.
+:func:`~fairseq_tpr.analysis.probe.by_position`), which depend on the labels and tokens only.
+``--json`` writes the same figures, macro-F1 included.
 """
 import argparse
 import json
