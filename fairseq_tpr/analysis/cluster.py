@@ -98,8 +98,10 @@ def position_bins(labels: List[List[str]], k: int) -> List[np.ndarray]:
     reaches this purity."""
     where = np.sort(np.concatenate([np.flatnonzero(np.asarray(row) != "-") for row in labels]
                                    or [np.zeros(0, dtype=int)]))
-    edges = np.unique(where[(len(where) * np.arange(1, k)) // k]) if len(where) else np.zeros(0, dtype=int)
-    edges = edges[edges > (where[0] if len(where) else 0)]  # no empty first bin
+    if not len(where):  # nothing labelled: one group
+        return [np.zeros(len(row), dtype=int) for row in labels]
+    edges = np.unique(where[(len(where) * np.arange(1, k)) // k])
+    edges = edges[edges > where[0]]  # no empty first bin
     return [np.searchsorted(edges, np.arange(len(row)), side="right") for row in labels]
 
 

@@ -122,7 +122,7 @@ def probe_checkpoint(data: str, path: str, train_labels: str, eval_labels: str, 
         with open(json_path, "w") as f:
             json.dump({"arch": arch, "kind": kind, "checkpoint": path, "side": side, "attention": attention,
                        "train": [train_split, n_train], "eval": [eval_split, n_eval], "results": results,
-                       "by_input_token": baselines.get("by_input_token"), "by_position": baselines.get("by_position")},
+                       **{key: baselines.get(key) for key in BASELINES}},
                       f, indent=1)
         print(f"wrote {json_path}")
     return results

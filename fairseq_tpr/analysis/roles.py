@@ -146,7 +146,8 @@ def grouping_baselines(dump, side: str, token_labels: List[List[str]], k: int) -
     symbols and the rest (``symbols_k``). By the position t: every position its own group
     (``positions``, ``n_positions`` groups) and k contiguous bins of about equal labelled tokens
     (``positions_k``). The ``_k`` groupings have as many groups as k-means has clusters (purity grows
-    with the number of groups), so they are the ones a k-cluster purity is compared with."""
+    with the number of groups), so they are the ones a k-cluster purity is compared with. And one
+    group: the majority label (``majority``)."""
     from .cluster import position_bins, purity, top_symbols
 
     rows = [dump.tokens(side, i) for i in range(len(dump))]
@@ -155,7 +156,8 @@ def grouping_baselines(dump, side: str, token_labels: List[List[str]], k: int) -
     return {"tokens": every["tokens"], "symbols": every["purity"], "n_symbols": len(every["groups"]),
             "symbols_k": purity(top_symbols(rows, k, token_labels), token_labels)["purity"],
             "positions": at["purity"], "n_positions": len(at["groups"]),
-            "positions_k": purity(position_bins(token_labels, k), token_labels)["purity"]}
+            "positions_k": purity(position_bins(token_labels, k), token_labels)["purity"],
+            "majority": purity([np.zeros(len(row), dtype=int) for row in token_labels], token_labels)["purity"]}
 
 
 def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-1", attention: str = "self",
@@ -165,8 +167,9 @@ def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-
     (or ``heads``) and ``component`` of one site, in one dump or in several (the seeds of one model,
     dumped on the same examples): the purity of the k clusters (tokens in their cluster's majority
     label, over the labelled tokens), against grouping the same tokens by their symbol, by their
-    position (``grouping_baselines``) and against the majority label alone. One Markdown table (mean ± sample sd over the dumps); ``json_path``
-    gets every dump's figures. Returns ``[{"component", "head", "purity": [one per dump]}]``."""
+    position and against the majority label alone (``grouping_baselines``). One Markdown table
+    (mean ± sample sd over the dumps); ``json_path`` gets every dump's figures. Returns
+    ``[{"component", "head", "purity": [one per dump]}]``."""
     from .cluster import kmeans_roles, purity, read_token_labels
     from .results_table import mean_sd
 
@@ -178,27 +181,29 @@ def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-
         key = dump.site(side, layer, attention)
         token_labels = read_token_labels(labels, dump, side)
         base = grouping_baselines(dump, side, token_labels, k)
-        majority = purity([np.zeros(len(seq), dtype=int) for seq in token_labels], token_labels)["purity"]  # one group
         n_heads = dump.component(key, components[0])[0].shape[1]
         for component in components:
             for head in (heads if heads is not None else range(n_heads)):
                 head = dump.check_head(key, head)
                 res = kmeans_roles(dump, key, head, k, seed=seed, component=component)
                 rows.setdefault((component, head), []).append(purity(res["labels"], token_labels)["purity"])
-        per_dump.append({"dump": path, "site": key, "examples": len(dump), **base, "majority": majority})
+        per_dump.append({"dump": path, "site": key, "examples": len(dump), **base})
     out = [{"component": c, "head": h, "purity": v} for (c, h), v in rows.items()]
 
     def cell(values):
         mean, sd, n = mean_sd([100 * v for v in values])
         return f"{mean:.1f}" if sd is None else f"{mean:.1f} ± {sd:.1f}"
 
+    def over_dumps(key):
+        return cell([d[key] for d in per_dump])
+
     first = per_dump[0]
     print(f"k-means (k={k}) purity against {labels} at {first['site']}: {len(paths)} dump(s) of "
           f"{first['examples']} examples, {first['tokens']} labelled tokens; grouping by the symbol read "
-          f"({first['n_symbols']} symbols) {cell([d['symbols'] for d in per_dump])}%, by its {k - 1} commonest symbols "
-          f"and the rest ({k} groups, as many as clusters) {cell([d['symbols_k'] for d in per_dump])}%; by the position "
-          f"({first['n_positions']} positions) {cell([d['positions'] for d in per_dump])}%, by the position in {k} bins "
-          f"{cell([d['positions_k'] for d in per_dump])}%; majority label {cell([d['majority'] for d in per_dump])}%\n")
+          f"({first['n_symbols']} symbols) {over_dumps('symbols')}%, by its {k - 1} commonest symbols "
+          f"and the rest ({k} groups, as many as clusters) {over_dumps('symbols_k')}%; by the position "
+          f"({first['n_positions']} positions) {over_dumps('positions')}%, by the position in {k} bins "
+          f"{over_dumps('positions_k')}%; majority label {over_dumps('majority')}%\n")
     print("| component | head | purity (%) |\n|---|---:|---:|")
     for row in out:
         print(f"| {row['component']} | {row['head']} | {cell(row['purity'])} |")
