@@ -22,9 +22,13 @@ a command (``fairseq-train``, ``fairseq-generate``, ``fairseq-interactive``, ``f
 or a script of this package), :func:`install_excepthook` prints ``error: <message>`` on one
 line of stderr and exits with status 2, without a traceback; ``FAIRSEQ_TPR_TRACEBACK=1`` in the
 environment shows the full traceback instead. Any other exception, fairseq's own and the
-internal consistency checks that mean a bug included, keeps Python's usual report.
+internal consistency checks that mean a bug included, keeps Python's usual report, but for one:
+a ``BrokenPipeError`` raised because the reader of a piped stdout has gone (``fairseq-tpr-roles
+... | head``) ends the command quietly with status 141, as a Unix tool killed by ``SIGPIPE`` does.
 """
 import os
+import select
+import signal
 import sys
 
 TRACEBACK_ENV = "FAIRSEQ_TPR_TRACEBACK"
@@ -60,7 +64,20 @@ def one_line(error: BaseException) -> str:
     return "error: " + " ".join(str(error).split())
 
 
+def _stdout_reader_gone() -> bool:
+    """True when stdout is a pipe (or socket) whose reading end is closed: poll reports an error
+    condition on it. Any doubt (no file descriptor, no poll on this platform) answers False."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 def _report(exc_type, exc, tb, previous=sys.__excepthook__):
+    if issubclass(exc_type, BrokenPipeError) and _stdout_reader_gone():
+        os._exit(128 + signal.SIGPIPE)  # nobody reads the output any more; exit as if killed by SIGPIPE
     if not issubclass(exc_type, FairseqTprError) or os.environ.get(TRACEBACK_ENV, "") not in ("", "0"):
         return previous(exc_type, exc, tb)
     sys.stderr.write(one_line(exc) + "\n")

@@ -1,5 +1,5 @@
 """A FairseqTprError at the top of a command is one ``error:`` line and exit status 2; other errors
-keep Python's traceback; FAIRSEQ_TPR_TRACEBACK=1 shows the trace."""
+keep Python's traceback; FAIRSEQ_TPR_TRACEBACK=1 shows the trace; a closed stdout pipe is a quiet exit."""
 import subprocess
 import sys
 
@@ -42,3 +42,24 @@ def test_other_errors_keep_their_traceback():
 
 def test_one_line_folds_line_breaks():
     assert one_line(FairseqTprError("a\n  b\tc ")) == "error: a b c"
+
+
+PRINT_MANY = "import fairseq_tpr\nfor i in range(1000000):\n    print(i)\n"
+
+
+def test_closed_stdout_pipe_is_a_quiet_exit_141():
+    """``... | head -1``: the reader closes the pipe; no traceback, the status of a SIGPIPE death."""
+    proc = subprocess.Popen([sys.executable, "-c", PRINT_MANY], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=cli_env())
+    assert proc.stdout.readline() == b"0\n"
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 141, err
+    assert err == b""
+
+
+def test_broken_pipe_of_another_stream_keeps_its_traceback():
+    """a BrokenPipeError while stdout is open (a subprocess the command wrote to) is a real error"""
+    proc = _run("BrokenPipeError(32, 'Broken pipe')")
+    assert proc.returncode == 1
+    assert "Traceback (most recent call last)" in proc.stderr and "BrokenPipeError" in proc.stderr
