@@ -65,6 +65,27 @@ USAGE = [s for s in SCRIPTS if "sed -n '2,/^[^#]/{/^#/p}' \"$0\"" in (REPO / s).
          and not s.endswith("/_args.sh")] + ["recipes/math/train_cpu.sh", "recipes/math/train_paper.sh"]
 
 
+def _source_device(path_dir):
+    env = cli_env()
+    env["PATH"] = f"{path_dir}:{env['PATH']}"
+    return subprocess.run(["bash", "-c", 'source recipes/_device.sh; echo "train: ${train_device[*]}"'],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_device_choice_stops_when_python_has_no_torch(tmp_path):
+    """recipes/_device.sh asks `python` for CUDA; an interpreter without torch must not mean the CPU"""
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    (bare / "python").write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'torch'\" >&2\nexit 1\n")
+    (bare / "python").chmod(0o755)
+    proc = _source_device(bare)
+    assert proc.returncode == 1 and "train:" not in proc.stdout
+    assert "cannot import torch" in proc.stderr and str(bare / "python") in proc.stderr
+    ok = _source_device(VENV_BIN)  # the environment's python: the CPU flags here (CI has no GPU)
+    assert ok.returncode == 0, ok.stderr
+    assert "train: --cpu --num-workers 0" in ok.stdout or "train: --fp16" in ok.stdout
+
+
 def test_usage_scripts_are_found():
     assert len(USAGE) >= 15 and "recipes/extractive/manpages.sh" in USAGE
 
