@@ -1,6 +1,8 @@
 # Sourced by the seeded table recipes (math/table1.sh, summarization/debian_cpu.sh,
 # summarization/role_onehot_study.sh, translation/debian_en_de_cpu.sh, sttr/debian_table.sh).
 #
+# train_runs RUN "MODELS" "SEEDS" FN: trains the pending runs, JOBS at a time (below).
+#
 # seeded_table RUN TITLE "MODELS" "SEEDS": one row per model over its finished seed runs
 # RUN/<model>-s<seed> (run_done; a run still training, here or in another recipe process, is left out
 # with a line saying so), written to RUN/results.md by fairseq_tpr.cli.results_table, with every run's
@@ -38,6 +40,37 @@ pending() {
     name=$(basename "$1")
     [[ -z "${ONLY:-}" || " $ONLY " == *" $name "* ]] || return 1
     if run_done "$1"; then echo "== $name: done already"; return 1; fi
+}
+
+# train_runs RUN "MODELS" "SEEDS" FN: for every run RUN/MODEL-sSEED that is pending (ONLY, run_done),
+# models outermost, calls FN MODEL SEED RUN/MODEL-sSEED and then writes its done. JOBS (1) runs at a
+# time: with JOBS > 1 each run goes to the background with its output in RUN/MODEL-sSEED/run.log (a GPU
+# trains many small runs side by side, docs/benchmarks.md); a run that fails writes no done, and
+# train_runs fails once the others have finished.
+train_runs() {
+    local run=$1 models=$2 seeds=$3 fn=$4 max_jobs=${JOBS:-1} model seed dir failed=0 i dirs=() pids=()
+    [[ "$max_jobs" =~ ^[1-9][0-9]*$ ]] || { echo "error: JOBS must be a positive integer, got '$max_jobs'" >&2; return 2; }
+    for model in $models; do
+        for seed in $seeds; do
+            dir="$run/$model-s$seed"
+            pending "$dir" || continue
+            mkdir -p "$dir"
+            if (( max_jobs == 1 )); then
+                "$fn" "$model" "$seed" "$dir"
+                touch "$dir/done"
+                continue
+            fi
+            while (( $(jobs -rp | wc -l) >= max_jobs )); do sleep 1; done
+            echo "== $model-s$seed: started, output in $dir/run.log"
+            ( "$fn" "$model" "$seed" "$dir"; touch "$dir/done" ) > "$dir/run.log" 2>&1 &
+            dirs+=("$dir") pids+=($!)
+        done
+    done
+    # each run's own exit status (bash keeps it for a finished child until it is waited for)
+    for i in "${!pids[@]}"; do
+        wait "${pids[$i]}" || { failed=1; echo "error: ${dirs[$i]} failed: see ${dirs[$i]}/run.log" >&2; }
+    done
+    return "$failed"
 }
 
 seeded_table() {

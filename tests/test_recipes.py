@@ -86,6 +86,58 @@ def test_device_choice_stops_when_python_has_no_torch(tmp_path):
     assert "train: --cpu --num-workers 0" in ok.stdout or "train: --fp16" in ok.stdout
 
 
+TRAIN_RUNS = r"""
+set -euo pipefail
+source recipes/_seeded_table.sh
+fn() {  # MODEL SEED DIR: at most JOBS at once; a-1 waits for a-2 to start (so they overlap); FAIL fails
+    mkdir -p "$W/running"; touch "$W/running/$1-$2" "$W/started-$1-$2"
+    n=$(ls "$W/running" | wc -l); (( n <= JOBS )) || { echo "$n running" >&2; exit 3; }
+    if [[ "$1-$2" == a-1 ]]; then
+        for _ in $(seq 600); do [[ -f "$W/started-a-2" ]] && break; sleep 0.1; done
+        [[ -f "$W/started-a-2" ]] || { echo "a-2 never ran beside a-1" >&2; exit 4; }
+    fi
+    rm "$W/running/$1-$2"
+    [[ "$1-$2" != "${FAIL:-}" ]]
+    echo "trained $1-$2"
+}
+train_runs "$W/run" "a b" "1 2 3" fn
+"""
+
+
+def _train_runs(tmp_path, **env):
+    e = cli_env()
+    e.update(W=str(tmp_path), **env)
+    return subprocess.run(["bash", "-c", TRAIN_RUNS], cwd=REPO, env=e, capture_output=True, text=True, timeout=120)
+
+
+def test_train_runs_jobs_side_by_side(tmp_path):
+    """recipes/_seeded_table.sh train_runs with JOBS=2: two runs at a time (never more), each one's output
+    in its run.log, every run done"""
+    proc = _train_runs(tmp_path, JOBS="2")
+    assert proc.returncode == 0, proc.stderr
+    for name in ("a-s1", "a-s2", "a-s3", "b-s1", "b-s2", "b-s3"):
+        assert (tmp_path / "run" / name / "done").exists()
+        model, seed = name.split("-s")
+        assert (tmp_path / "run" / name / "run.log").read_text() == f"trained {model}-{seed}\n"
+
+
+def test_train_runs_a_failed_run_fails_the_recipe_and_stays_undone(tmp_path):
+    proc = _train_runs(tmp_path, JOBS="3", FAIL="b-2")
+    assert proc.returncode == 1
+    assert f"error: {tmp_path}/run/b-s2 failed: see {tmp_path}/run/b-s2/run.log" in proc.stderr
+    assert not (tmp_path / "run/b-s2/done").exists()
+    assert len(list((tmp_path / "run").glob("*/done"))) == 5  # the others finished
+
+
+def test_train_runs_one_at_a_time_and_a_bad_jobs_value(tmp_path):
+    proc = _train_runs(tmp_path, JOBS="1", ONLY="b-s1 b-s3")  # a-1 would wait for a-2 in vain: not named
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "trained b-1\ntrained b-3\n"  # in the foreground, in order
+    assert sorted(p.parent.name for p in (tmp_path / "run").glob("*/done")) == ["b-s1", "b-s3"]
+    bad = _train_runs(tmp_path, JOBS="two")
+    assert bad.returncode == 2 and "error: JOBS must be a positive integer, got 'two'" in bad.stderr
+
+
 def test_usage_scripts_are_found():
     assert len(USAGE) >= 15 and "recipes/extractive/manpages.sh" in USAGE
 

@@ -14,7 +14,8 @@
 # LR_SCHEDULE, default linear: the lr falls linearly to 0 at MAX_UPDATE, so each run converges for its
 # budget; --max-tokens 4096), validation and a checkpoint every VALID_EVERY (500) updates. Each run is
 # decoded from its best checkpoint by fairseq-tpr-math-eval with beam BEAM (1: greedy decoding, as
-# Schlag et al. Sec. 2.3). One thread per run (OMP_NUM_THREADS=1). Resumable: a rerun continues every
+# Schlag et al. Sec. 2.3). One thread per run (OMP_NUM_THREADS=1), JOBS (1) runs at a time
+# (recipes/_seeded_table.sh). Resumable: a rerun continues every
 # unfinished run from its checkpoint_last.pt and skips runs that wrote RUN/NAME/done. The table
 # (RUN_DIR/results.md, every run's figures in RUN_DIR/runs.json) and the learning curves
 # (RUN_DIR/curves.png) come at the end; a rerun with every run done only rebuilds them.
@@ -30,21 +31,16 @@ if [[ ! -f "$data/test_sets.json" ]]; then
     bash "$ROOT/preprocess/math_dataset.sh" --generate --modules "$MODULES" --per-module "${PER_MODULE:-30000}" \
         --per-test-module "${PER_TEST_MODULE:-500}" --valid-per-module "${VALID_PER_MODULE:-300}" --out "$run/data" --force
 fi
-for model in transformer tp_transformer; do
-    for seed in 1 2 3; do
-        name="$model-s$seed"
-        dir="$run/$name"
-        pending "$dir" || continue
-        echo "== $name: training"
-        extra=()
-        [[ "$model" == transformer ]] && extra=(--encoder-ffn-embed-dim 640 --decoder-ffn-embed-dim 640)
-        SEED=$seed MAX_UPDATE=${MAX_UPDATE:-20000} VALID_EVERY=${VALID_EVERY:-500} LR_SCHEDULE=${LR_SCHEDULE:-linear} \
-            bash "$ROOT/recipes/math/train_cpu.sh" "$model" "$data" "$dir/checkpoints" "${extra[@]}"
-        echo "== $name: decoding every test set (beam ${BEAM:-1})"
-        fairseq-tpr-math-eval "$data" --path "$dir/checkpoints/checkpoint_best.pt" --beam "${BEAM:-1}" \
-            --batch-size 128 --max-len-b 40 --cpu --jobs 1 --out-dir "$dir/eval"
-        touch "$dir/done"
-    done
-done
+train_one() {  # MODEL SEED DIR
+    local extra=()
+    echo "== $1-s$2: training"
+    [[ "$1" == transformer ]] && extra=(--encoder-ffn-embed-dim 640 --decoder-ffn-embed-dim 640)
+    SEED=$2 MAX_UPDATE=${MAX_UPDATE:-20000} VALID_EVERY=${VALID_EVERY:-500} LR_SCHEDULE=${LR_SCHEDULE:-linear} \
+        bash "$ROOT/recipes/math/train_cpu.sh" "$1" "$data" "$3/checkpoints" "${extra[@]}"
+    echo "== $1-s$2: decoding every test set (beam ${BEAM:-1})"
+    fairseq-tpr-math-eval "$data" --path "$3/checkpoints/checkpoint_best.pt" --beam "${BEAM:-1}" \
+        --batch-size 128 --max-len-b 40 --cpu --jobs 1 --out-dir "$3/eval"
+}
+train_runs "$run" "transformer tp_transformer" "1 2 3" train_one
 echo "== table"
 seeded_table "$run" "Mathematics Dataset, 5 modules, CPU (exact match, beam ${BEAM:-1})" "transformer tp_transformer" "1 2 3"

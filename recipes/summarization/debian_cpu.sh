@@ -14,8 +14,8 @@
 # after 200 warm-up updates instead of the paper's Adafactor (in a few hundred CPU updates Adafactor at
 # lr 0.01 had only reached a validation loss near 9.8, see docs/results.md). Environment: MAX_UPDATE
 # (6000), VALID_EVERY (250), OPTIMIZER (adam), LR, WARMUP, MODELS ("transformer tp_transformer
-# tp_transformer_d"), SEEDS ("1 2 3"), MAX_TOKENS (4096). One thread per run unless OMP_NUM_THREADS
-# says otherwise. Resumable: a rerun continues every unfinished run from its checkpoint_last.pt and
+# tp_transformer_d"), SEEDS ("1 2 3"), MAX_TOKENS (4096), JOBS (1: runs at a time; more on a GPU, see
+# recipes/_seeded_table.sh). One thread per run unless OMP_NUM_THREADS says otherwise. Resumable: a rerun continues every unfinished run from its checkpoint_last.pt and
 # skips runs that wrote RUN/NAME/done; the table (RUN_DIR/results.md, every run's figures in
 # RUN_DIR/runs.json) and the curves (RUN_DIR/curves.png) are rebuilt at the end.
 set -euo pipefail
@@ -30,17 +30,13 @@ export SIZE=small MAX_UPDATE=${MAX_UPDATE:-6000} VALID_EVERY=${VALID_EVERY:-250}
     LR=${LR:-2e-3} WARMUP=${WARMUP:-200}
 models=${MODELS:-transformer tp_transformer tp_transformer_d}
 seeds=${SEEDS:-1 2 3}
-for model in $models; do
-    for seed in $seeds; do
-        name="$model-s$seed" dir="$run/$model-s$seed"
-        pending "$dir" || continue
-        echo "== $name: training $MAX_UPDATE updates"
-        SEED=$seed bash "$ROOT/recipes/summarization/train.sh" "$model" "$data/summarization/data-bin" \
-            "$dir/checkpoints" --max-source-positions 256
-        echo "== $name: decoding the test set"
-        bash "$ROOT/recipes/summarization/generate.sh" debian "$data/summarization" \
-            "$dir/checkpoints/checkpoint_best.pt" "$dir/eval" --max-source-positions 256
-        touch "$dir/done"
-    done
-done
+train_one() {  # MODEL SEED DIR
+    echo "== $1-s$2: training $MAX_UPDATE updates"
+    SEED=$2 bash "$ROOT/recipes/summarization/train.sh" "$1" "$data/summarization/data-bin" \
+        "$3/checkpoints" --max-source-positions 256
+    echo "== $1-s$2: decoding the test set"
+    bash "$ROOT/recipes/summarization/generate.sh" debian "$data/summarization" \
+        "$3/checkpoints/checkpoint_best.pt" "$3/eval" --max-source-positions 256
+}
+train_runs "$run" "$models" "$seeds" train_one
 seeded_table "$run" "Debian synopsis generation (test)" "$models" "$seeds"

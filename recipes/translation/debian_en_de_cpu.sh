@@ -10,7 +10,8 @@
 # MAX_UPDATE (6000), MODELS ("transformer tp_transformer tp_transformer_d"), SEEDS ("1 2 3"),
 # UPDATE_FREQ (1), SAVE_EVERY (250: validation and an interval checkpoint; the last AVERAGE (4) are
 # averaged), LR (2e-3, after WARMUP 200 updates; the WMT recipe's 5e-4 with 4000 warm-up updates is
-# for 500k-update runs), dropout 0.1. One thread per run unless OMP_NUM_THREADS says otherwise.
+# for 500k-update runs), dropout 0.1, JOBS (1: runs at a time; more on a GPU, see recipes/_seeded_table.sh).
+# One thread per run unless OMP_NUM_THREADS says otherwise.
 # Resumable: a rerun continues every unfinished run and skips runs that wrote RUN/NAME/done; the
 # table (RUN_DIR/results.md, every run's figures in RUN_DIR/runs.json) and the curves
 # (RUN_DIR/curves.png) are rebuilt at the end.
@@ -26,13 +27,9 @@ export SIZE=small MAX_UPDATE=${MAX_UPDATE:-6000} UPDATE_FREQ=${UPDATE_FREQ:-1} S
     AVERAGE=${AVERAGE:-4} LR=${LR:-2e-3} WARMUP=${WARMUP:-200}
 models=${MODELS:-transformer tp_transformer tp_transformer_d}
 seeds=${SEEDS:-1 2 3}
-for model in $models; do
-    for seed in $seeds; do
-        name="$model-s$seed" dir="$run/$model-s$seed"
-        pending "$dir" || continue
-        echo "== $name: training $MAX_UPDATE updates"
-        SEED=$seed bash "$ROOT/recipes/translation/wmt14_en_de.sh" "$model" "$data/en-de" "$dir" --dropout 0.1
-        touch "$dir/done"
-    done
-done
+train_one() {  # MODEL SEED DIR
+    echo "== $1-s$2: training $MAX_UPDATE updates"
+    SEED=$2 bash "$ROOT/recipes/translation/wmt14_en_de.sh" "$1" "$data/en-de" "$3" --dropout 0.1
+}
+train_runs "$run" "$models" "$seeds" train_one
 seeded_table "$run" "Debian en-de (DDTP, test)" "$models" "$seeds"
