@@ -16,8 +16,9 @@
 # (6000), VALID_EVERY (250), OPTIMIZER (adam), LR, WARMUP, MODELS ("transformer tp_transformer
 # tp_transformer_d"), SEEDS ("1 2 3"), MAX_TOKENS (4096), JOBS (1: runs at a time; more on a GPU, see
 # recipes/_seeded_table.sh). One thread per run unless OMP_NUM_THREADS says otherwise. Resumable: a
-# rerun continues every unfinished run from its checkpoint_last.pt and skips runs that wrote RUN/NAME/done; the table (RUN_DIR/results.md, every run's figures in
-# RUN_DIR/runs.json) and the curves (RUN_DIR/curves.png) are rebuilt at the end.
+# rerun continues every unfinished run from its checkpoint_last.pt and skips runs that wrote
+# RUN/NAME/done; the table (RUN_DIR/results.md, every run's figures in RUN_DIR/runs.json) and the
+# curves (RUN_DIR/curves.png) are rebuilt at the end.
 set -euo pipefail
 if [[ $# -lt 1 ]]; then sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; fi
 run=$1
