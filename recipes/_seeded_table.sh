@@ -76,6 +76,7 @@ train_runs() {
 seeded_table() {
     local run=$1 title=$2 models=$3 seeds=$4 model seed dirs
     local rows=()
+    mkdir -p "$run"  # a table rebuilt from RECORDS alone, on a machine that has none of its runs
     for model in $models; do
         dirs=""
         for seed in $seeds; do

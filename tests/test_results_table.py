@@ -179,6 +179,32 @@ def test_seeded_recipes_skip_recorded_runs(tmp_path):
     assert out.splitlines() == ["tf-s1 done", "tf-s2 todo", "local-s1 done"]
 
 
+def test_seeded_table_rebuilds_from_records_alone(tmp_path):
+    """recipes/_seeded_table.sh seeded_table with RECORDS on a machine that has none of the table's runs
+    (no RUN directory at all): the table, the comparison, RUN/runs.json and RUN/curves.png come from the
+    record."""
+    rows = []
+    for model, acc in (("tf", 30.0), ("tp", 40.0)):
+        for seed in (1, 2):
+            _math_run(tmp_path / "old" / f"{model}-s{seed}", acc + seed, 4.0)
+        rows.append(f"{model}=" + ",".join(str(tmp_path / "old" / f"{model}-s{k}") for k in (1, 2)))
+    records = tmp_path / "records.json"
+    assert results_table_main(rows + ["--json", str(records)]) == 0
+    shutil.rmtree(tmp_path / "old")
+    run = tmp_path / "fresh" / "table"
+    script = f'source {ROOT / "recipes" / "_seeded_table.sh"}; seeded_table {run} "T" "tf tp" "1 2"'
+    env = dict(os.environ, RECORDS=str(records), PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    out = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert lines[4].startswith("| tf | 2 |") and lines[4].endswith("| 31.50 ± 0.71 | 31.50 ± 0.71 |")
+    assert lines[5].startswith("| tp | 2 |") and lines[5].endswith("| 41.50 ± 0.71 | 41.50 ± 0.71 |")
+    assert any(line.startswith("| tp | interpolation mean (%) | +10.00 |") for line in lines)
+    assert (run / "results.md").read_text() == out
+    recorded = json.loads((run / "runs.json").read_text())
+    assert sorted(recorded["tp"]) == [str(run / "tp-s1"), str(run / "tp-s2")]
+    assert (run / "curves.png").stat().st_size > 0
+
+
 def test_pending_takes_the_runs_only_names_and_not_done(tmp_path):
     """recipes/_seeded_table.sh: pending RUN/NAME is true for a run ONLY names (all when ONLY is unset)
     that is not done, and says "done already" for a finished one."""

@@ -87,6 +87,9 @@ def main(argv=None):
                   file=sys.stderr)
             return 1
         print("\n" + comparison_of(gathered, args.compare))
+    for out in (args.json, args.curves):
+        if out:
+            Path(out).parent.mkdir(parents=True, exist_ok=True)
     if args.json:
         Path(args.json).write_text(json.dumps(dict(gathered), indent=1) + "\n")
         print(f"wrote {args.json}", file=sys.stderr)
