@@ -106,6 +106,8 @@ def test_compare_gives_the_difference_welch_p_and_seeds_ahead(tmp_path, capsys):
     assert "| tf |" not in out.split("**Against tf**")[1]  # the baseline is not compared with itself
     assert results_table_main(rows + ["--compare", "nope"]) == 1
     assert "--compare nope: no row of that name (rows: tf, tp)" in capsys.readouterr().err
+    assert results_table_main(rows[:1] + ["--compare", "tf"]) == 0  # the baseline alone: no empty comparison
+    assert "Against" not in capsys.readouterr().out
 
 
 def test_welch_p_edge_cases():

@@ -269,9 +269,9 @@ def comparison_of(gathered, baseline: str) -> str:
     """Markdown: each row of :func:`gather`'s result against row ``baseline`` on the headline metrics of
     the table's kind and the validation loss: the difference of the means (row - baseline), Welch's
     two-sided p over the seeds ("-" with fewer than 2 seeds a side) and the seeds, paired by seed
-    number, in which the row is ahead. Empty when ``baseline`` is not a row."""
+    number, in which the row is ahead. Empty when ``baseline`` is not a row or the only one."""
     rows = dict(gathered)
-    if baseline not in rows:
+    if baseline not in rows or len(rows) < 2:
         return ""
     every = [f for records_of in rows.values() for f in records_of.values()]
     kind = next((k for k, metrics in HEADLINE.items() if any(m in f for f in every for m, _, _ in metrics)), None)

@@ -86,7 +86,9 @@ def main(argv=None):
             print(f"error: --compare {args.compare}: no row of that name (rows: {', '.join(n for n, _ in gathered)})",
                   file=sys.stderr)
             return 1
-        print("\n" + comparison_of(gathered, args.compare))
+        compared = comparison_of(gathered, args.compare)
+        if compared:  # a table of the baseline alone (the other rows' runs not finished yet) has nothing to compare
+            print("\n" + compared)
     for out in (args.json, args.curves):
         if out:
             Path(out).parent.mkdir(parents=True, exist_ok=True)
