@@ -116,7 +116,9 @@ def _full_vs_incremental(model, d, reorder=None):
         return full, torch.cat(steps, dim=1)
 
 
-@pytest.mark.parametrize("arch", ["tp_transformer_tiny", "tp_transformer_d_tiny", "tp_transformer_tiny --tpr-in decoder"])
+@pytest.mark.parametrize("arch", ["tp_transformer_tiny", "tp_transformer_d_tiny", "tp_transformer_tiny --tpr-in decoder",
+                                  "tp_transformer_tiny --position-table interleaved --share-embedding-roles",
+                                  "tp_transformer_d_tiny --role-init xavier"])
 def test_incremental_equals_full_decoding(arch):
     name, *flags = arch.split()
     model, task, _ = build(name, *flags)

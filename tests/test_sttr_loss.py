@@ -7,6 +7,15 @@ The oracle here is written from that code (with non-pad means, the one documente
 a plain loop over tokens for the label-smoothed CE, ``target_mean`` from the decoder's input
 (scaled embeddings of prev_output_tokens plus positions) and ``tp_mean`` from H_ts. Every
 comparison runs in float64 on a batch that fairseq's own batch iterator builds from binarized data.
+
+CE_ls has two formulas here, chosen by ``--label-smoothing-over``:
+
+* ``other-classes`` (the default): fairseq 0.12's ``label_smoothed_nll_loss``, which the project
+  calls: ``(1 - eps - eps/(V-1)) nll + eps/(V-1) sum_v -log p_v``, i.e. eps/(V-1) to every class
+  but the gold one. This is *not* the authors' formula.
+* ``all-classes``: the authors' fairseq 0.8.0 (``fairseq-0.8.0/fairseq/criterions/
+  label_smoothed_cross_entropy.py``, lines 30-31: ``eps_i = epsilon / lprobs.size(-1)``,
+  ``loss = (1. - epsilon) * nll_loss + eps_i * smooth_loss``), eps/V to every class.
 """
 import math
 
@@ -77,8 +86,10 @@ def _setup(data, *flags):
     return model, criterion, sample, task
 
 
-def _authors_loss(model, sample, lam, pad):
-    """The authors' criterion (eval mode, so no dropout), as plain loops over tokens and elements."""
+def _authors_loss(model, sample, lam, pad, smoothing_over="other-classes"):
+    """The authors' criterion (eval mode, so no dropout), as plain loops over tokens and elements,
+    with fairseq 0.12's label smoothing (``other-classes``) or the authors' fairseq 0.8.0's
+    (``all-classes``; module docstring)."""
     net_output = model(**sample["net_input"])
     lprobs = model.get_normalized_probs(net_output, log_probs=True)  # B x T x V
     target = sample["target"]
@@ -91,8 +102,12 @@ def _authors_loss(model, sample, lam, pad):
                 continue
             nll = -float(lprobs[b, t, y])
             smooth = -float(lprobs[b, t].sum())
-            eps_i = EPS / (V - 1)
-            ce += (1 - EPS - eps_i) * nll + eps_i * smooth
+            if smoothing_over == "all-classes":  # fairseq 0.8.0, label_smoothed_cross_entropy.py:30-31
+                eps_i = EPS / V
+                ce += (1 - EPS) * nll + eps_i * smooth
+            else:  # fairseq 0.12's label_smoothed_nll_loss
+                eps_i = EPS / (V - 1)
+                ce += (1 - EPS - eps_i) * nll + eps_i * smooth
     enc = model.encoder(**{k: v for k, v in sample["net_input"].items() if k != "prev_output_tokens"})
     h_ts, s_pad = enc["template_aware"][0], enc["template_aware_padding_mask"][0]  # S x B x C, B x S
     prev = sample["net_input"]["prev_output_tokens"]
@@ -109,13 +124,14 @@ def _authors_loss(model, sample, lam, pad):
     return ce + lam * squares / (B * C), squares / (B * C)
 
 
-@pytest.mark.parametrize("lam", [1.0, 0.3])
-def test_loss_equals_the_authors_formula_on_a_real_batch(data, lam):
-    model, criterion, sample, task = _setup(data, "--template-mse-lambda", str(lam))
+@pytest.mark.parametrize("lam,smoothing_over", [(1.0, "other-classes"), (0.3, "other-classes"), (1.0, "all-classes")])
+def test_loss_equals_the_authors_formula_on_a_real_batch(data, lam, smoothing_over):
+    model, criterion, sample, task = _setup(data, "--template-mse-lambda", str(lam),
+                                            "--label-smoothing-over", smoothing_over)
     model.eval()
     with torch.no_grad():
         loss, sample_size, log = criterion(model, sample)
-        want, mse = _authors_loss(model, sample, lam, task.target_dictionary.pad())
+        want, mse = _authors_loss(model, sample, lam, task.target_dictionary.pad(), smoothing_over)
     assert sample_size == sample["ntokens"]
     assert abs(float(loss) - want) <= 1e-6 * abs(want)
     # logged: the MSE per sentence (||.||^2 / d), summed over the batch's sentences
@@ -131,6 +147,27 @@ def test_lambda_zero_is_exactly_plain_label_smoothed_ce(data):
         ref, n_ref, log_ref = plain(model, sample)
     assert torch.equal(zero, ref) and n_zero == n_ref and torch.equal(log_zero["nll_loss"], log_ref["nll_loss"])
     assert float(log_zero["template_mse"]) > 0  # still logged
+
+
+def test_the_two_smoothing_formulas_differ_by_the_documented_term(data):
+    """other-classes - all-classes = eps/(V-1) * sum over tokens of (mean_v(-log p_v) - nll)
+    (docs/sttr.md); nll_loss is the same."""
+    model, plain, sample, task = _setup(data)
+    authors = _setup(data, "--label-smoothing-over", "all-classes")[1]
+    model.eval()
+    pad = task.target_dictionary.pad()
+    with torch.no_grad():
+        ours, _, log_ours = plain(model, sample)
+        theirs, _, log_theirs = authors(model, sample)
+        lprobs = model.get_normalized_probs(model(**sample["net_input"]), log_probs=True)
+    V = lprobs.size(-1)
+    keep = sample["target"].ne(pad)
+    nll = -lprobs.gather(-1, sample["target"].unsqueeze(-1)).squeeze(-1)[keep]
+    mean_v = -lprobs.mean(-1)[keep]
+    want = EPS / (V - 1) * float((mean_v - nll).sum())
+    assert abs(float(ours - theirs) - want) <= 1e-9 * abs(float(ours))
+    assert abs(want) > 1e-6 * abs(float(ours))  # the difference is real, not rounding
+    assert torch.equal(log_ours["nll_loss"], log_theirs["nll_loss"])
 
 
 def test_token_embeddings_target_uses_the_target_without_positions(data):

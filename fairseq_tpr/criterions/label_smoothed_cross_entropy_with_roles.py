@@ -8,6 +8,16 @@ other models, so it can be used with any ``--arch``. ``role_onehot_encoder`` and
 ``role_onehot_decoder`` are the same rate over the encoder's and the decoder's bindings: in
 summarization the sources have many more tokens than the summaries, so the pooled
 ``role_onehot`` is mostly the encoder's.
+
+``--label-smoothing-over`` says where the smoothing mass eps goes, per target token with gold
+class y, V classes and ``p`` the model's distribution:
+
+    other-classes (default, fairseq 0.12):  loss = -(1 - eps) log p_y - eps/(V-1) sum_{v != y} log p_v
+    all-classes (fairseq 0.8.0, which the STTR authors' code patches; Szegedy et al. 2016):
+                                            loss = -(1 - eps) log p_y - eps/V sum_v log p_v
+
+Per token, other-classes minus all-classes is ``eps/(V-1) * (mean_v(-log p_v) - (-log p_y))``;
+``nll_loss`` is the same.
 """
 from dataclasses import dataclass, field
 from typing import Dict, Tuple
@@ -18,7 +28,13 @@ from fairseq.criterions.label_smoothed_cross_entropy import (
     LabelSmoothedCrossEntropyCriterion,
     LabelSmoothedCrossEntropyCriterionConfig,
 )
+from fairseq.dataclass import ChoiceEnum
 from fairseq.logging import metrics
+from torch import Tensor
+
+from ..errors import ConfigError
+
+SMOOTHING_OVER = ("other-classes", "all-classes")
 
 
 @dataclass
@@ -26,6 +42,32 @@ class LabelSmoothedCrossEntropyWithRolesConfig(LabelSmoothedCrossEntropyCriterio
     role_onehot_threshold: float = field(
         default=0.98, metadata={"help": "a role distribution counts as one-hot when its maximum exceeds this"}
     )
+    label_smoothing_over: ChoiceEnum(SMOOTHING_OVER) = field(
+        default="other-classes",
+        metadata={"help": "where the smoothing mass goes: other-classes (fairseq 0.12: eps/(V-1) to each class but "
+                          "the gold one) or all-classes (fairseq 0.8.0, the STTR authors' code: eps/V to every class)"},
+    )
+
+
+def label_smoothed_nll_loss_all_classes(lprobs: Tensor, target: Tensor, epsilon: float, ignore_index=None,
+                                        reduce: bool = True) -> Tuple[Tensor, Tensor]:
+    """fairseq 0.8.0's label smoothing (eps/V to every class, the gold one included):
+    ``loss = (1 - eps) nll + eps/V * sum_v -log p_v``. lprobs: ``N x V``; target: ``N``.
+    Returns (loss, nll_loss), summed with ``reduce``, else ``N x 1`` (pads 0), as fairseq 0.12's
+    ``label_smoothed_nll_loss``."""
+    target = target.unsqueeze(-1) if target.dim() == lprobs.dim() - 1 else target
+    nll_loss = -lprobs.gather(dim=-1, index=target)
+    smooth_loss = -lprobs.sum(dim=-1, keepdim=True)
+    if ignore_index is not None:
+        pad_mask = target.eq(ignore_index)
+        nll_loss = nll_loss.masked_fill(pad_mask, 0.0)
+        smooth_loss = smooth_loss.masked_fill(pad_mask, 0.0)
+    else:
+        nll_loss, smooth_loss = nll_loss.squeeze(-1), smooth_loss.squeeze(-1)
+    if reduce:
+        nll_loss, smooth_loss = nll_loss.sum(), smooth_loss.sum()
+    loss = (1.0 - epsilon) * nll_loss + epsilon / lprobs.size(-1) * smooth_loss
+    return loss, nll_loss
 
 
 SIDES = ("encoder", "decoder")
@@ -65,9 +107,21 @@ def add_counts(a: Dict[str, Tuple[int, int]], b: Dict[str, Tuple[int, int]]) -> 
 @register_criterion("label_smoothed_cross_entropy_with_roles", dataclass=LabelSmoothedCrossEntropyWithRolesConfig)
 class LabelSmoothedCrossEntropyWithRolesCriterion(LabelSmoothedCrossEntropyCriterion):
     def __init__(self, task, sentence_avg, label_smoothing, ignore_prefix_size=0, report_accuracy=False,
-                 role_onehot_threshold=0.98):
+                 role_onehot_threshold=0.98, label_smoothing_over="other-classes"):
         super().__init__(task, sentence_avg, label_smoothing, ignore_prefix_size, report_accuracy)
         self.role_onehot_threshold = role_onehot_threshold
+        if str(label_smoothing_over) not in SMOOTHING_OVER:
+            raise ConfigError(f"--label-smoothing-over must be one of {', '.join(SMOOTHING_OVER)} "
+                              f"(got {label_smoothing_over!r})")
+        self.label_smoothing_over = str(label_smoothing_over)
+
+    def compute_loss(self, model, net_output, sample, reduce=True):
+        """fairseq's label-smoothed loss, or fairseq 0.8.0's with ``--label-smoothing-over all-classes``."""
+        if self.label_smoothing_over == "other-classes":
+            return super().compute_loss(model, net_output, sample, reduce=reduce)
+        lprobs, target = self.get_lprobs_and_target(model, net_output, sample)
+        return label_smoothed_nll_loss_all_classes(lprobs, target, self.eps, ignore_index=self.padding_idx,
+                                                   reduce=reduce)
 
     def forward(self, model, sample, reduce=True):
         net_output = model(**sample["net_input"])

@@ -105,9 +105,10 @@ class LabelSmoothedCrossEntropyWithTemplateMSECriterion(LabelSmoothedCrossEntrop
     """``label_smoothed_cross_entropy_with_roles`` plus the shifting loss (module docstring)."""
 
     def __init__(self, task, sentence_avg, label_smoothing, ignore_prefix_size=0, report_accuracy=False,
-                 template_mse_lambda=1.0, template_mse_target="decoder-input", role_onehot_threshold=0.98):
+                 template_mse_lambda=1.0, template_mse_target="decoder-input", role_onehot_threshold=0.98,
+                 label_smoothing_over="other-classes"):
         super().__init__(task, sentence_avg, label_smoothing, ignore_prefix_size, report_accuracy,
-                         role_onehot_threshold=role_onehot_threshold)
+                         role_onehot_threshold=role_onehot_threshold, label_smoothing_over=label_smoothing_over)
         if template_mse_lambda < 0:
             raise ConfigError(f"--template-mse-lambda must be >= 0 (got {template_mse_lambda})")
         if str(template_mse_target) not in SHIFT_TARGETS:

@@ -180,6 +180,10 @@ def check_num_roles(args, arch: str, context: str = "") -> None:
     if scorer not in DiscreteRoleBinding.SCORERS:
         raise ConfigError(f"--role-scorer must be one of {', '.join(DiscreteRoleBinding.SCORERS)}{context} "
                           f"(got {scorer!r}).")
+    role_init = getattr(args, "role_init", "normal")
+    if role_init not in DiscreteRoleBinding.ROLE_INITS:
+        raise ConfigError(f"--role-init must be one of {', '.join(DiscreteRoleBinding.ROLE_INITS)}{context} "
+                          f"(got {role_init!r}).")
 
 
 class ChecksOptions:

@@ -19,14 +19,18 @@ from .tpr_transformer_base import TPRTransformerModelBase
 
 
 def add_role_study_args(parser, context: str = "") -> None:
-    """``--role-temperature`` and ``--role-scorer``: two departures from Eq. 5 for studying how
-    one-hot the role distributions become (``context`` prefixes their help, e.g. "with --tpr discrete: ")."""
+    """``--role-temperature`` and ``--role-scorer``, two departures from Eq. 5 for studying how
+    one-hot the role distributions become, and ``--role-init``, the authors' initialisation of the
+    dictionary (``context`` prefixes their help, e.g. "with --tpr discrete: ")."""
     parser.add_argument("--role-temperature", type=float, metavar="TAU",
                         help=f"{context}divide the role logits F W_r by TAU before the softmax of Eq. 5 "
                              "(default 1: the paper; below 1 sharper role distributions)")
     parser.add_argument("--role-scorer", choices=DiscreteRoleBinding.SCORERS,
                         help=f"{context}paper (default): W_r without bias, Xavier uniform, as Eq. 5; authors: "
                              "with a bias and torch's nn.Linear initialisation, as the authors' code")
+    parser.add_argument("--role-init", choices=DiscreteRoleBinding.ROLE_INITS,
+                        help=f"{context}the role dictionary's initialisation: normal (default, N(0, 1)) or xavier "
+                             "(Xavier uniform with gain 1.414, as the authors' code)")
 
 
 @register_model("tp_transformer_d")
@@ -73,7 +77,7 @@ def tp_transformer_d(args):
     N_r 50 role embeddings of d_r 64 per layer, dropout 0.1, shared embeddings (T5-style)."""
     pre_ln(args)
     set_defaults(args, tpr_in="both", num_roles=50, role_dim=64, role_temperature=1.0, role_scorer="paper",
-                 dropout=0.1, share_all_embeddings=True)
+                 role_init="normal", dropout=0.1, share_all_embeddings=True)
     base_architecture(args)
 
 

@@ -4,11 +4,12 @@
     r_t   = W^(p) e_t + b^(p)
     z_t,0 = e_t * r_t
 
-Initialisation (a deliberate choice, see docs/tp_transformer.md): Eq. 2 as written,
-with ``W^(p) ~ N(0, 0.02^2)`` and ``b^(p) = 1``. Roles therefore start near 1 and the
-model starts close to a plain Transformer, as the reference code's ``1 + W e + b`` does;
-the paper's text draws W^(p) ~ N(1, 1), which multiplies every embedding by a sum of
-d_z unit-variance terms at initialisation.
+Initialisation (a deliberate choice, docs/tp_transformer.md deviation 2): Eq. 2 as written,
+with ``W^(p) ~ N(0, 0.02^2)`` and ``b^(p) = 1``. Roles therefore start near 1 (a spread of about
+0.2) and the model starts close to a plain Transformer. The authors' code computes
+``W e + b + 1`` with ``W ~ N(0, 1/d)``, a spread of order 1 around 1; the paper's text draws
+W^(p) ~ N(1, 1), which multiplies every embedding by a sum of d_z unit-variance terms at
+initialisation.
 
 The module sits in fairseq's ``layernorm_embedding`` slot of the encoder and decoder,
 which both apply it after adding positions and before dropout: exactly where Eq. 2

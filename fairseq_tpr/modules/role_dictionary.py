@@ -12,7 +12,12 @@ so H * d_r must equal d_m. The paper's Eq. 5 has no temperature (tau = 1, the de
 bias; two options that are not the paper's serve the study of how one-hot the distributions
 become (docs/tp_transformer.md, deviations): ``temperature`` tau divides the role logits, and
 ``scorer="authors"`` makes the scorers the authors' code's ``nn.Linear(d_m, H * N_r)``, with a
-bias and torch's default initialisation, instead of Eq. 5's bias-free Xavier-initialised W_r. The role softmax runs in fp32 (also under fp16/bf16) and
+bias and torch's default initialisation, instead of Eq. 5's bias-free Xavier-initialised W_r.
+The dictionary starts ``N(0, 1)`` (``role_init="normal"``, the paper says only "randomly
+initialized") or, with ``role_init="xavier"``, Xavier uniform with gain 1.414 as the authors'
+code (jiangycTarheel/TPT-Summ, ``models/modeling_tpt.py``, ``TPTLayerSelfAttention`` and
+``TPTLayerCrossAttention``); Eq. 4 normalises the rows, so this changes the scale the gradients
+see, not the first forward pass. The role softmax runs in fp32 (also under fp16/bf16) and
 its distributions are *returned* (never stored on the module) for analysis and for the
 ``role_onehot`` validation metric; F, R and the distributions are also published to the
 listeners of :mod:`.taps` (the models' ``extra["role_attn"]``, the analysis capture).
@@ -58,15 +63,17 @@ class DiscreteRoleBinding(nn.Module):
     Published to :mod:`.taps` listeners: ``filler`` F (``T x B x d_m``), ``role`` R
     (``T x B x H x d_r``, fp32 or wider), ``role_attn`` and ``tpr`` (the output).
 
-    Parameters: ``roles`` (N_r x d_r, the dictionary r) and ``role_scorer``
+    Parameters: ``roles`` (N_r x d_r, the dictionary r; ``role_init`` "normal": N(0, 1), "xavier":
+    Xavier uniform, gain 1.414) and ``role_scorer``
     (the H scorers W_r^h stacked: d_m -> H * N_r; with ``scorer="paper"`` no bias, as in Eq. 5,
     and Xavier uniform; with ``scorer="authors"`` a bias and torch's ``nn.Linear`` initialisation).
     """
 
     SCORERS = ("paper", "authors")
+    ROLE_INITS = ("normal", "xavier")
 
     def __init__(self, embed_dim: int, num_heads: int, num_roles: int, role_dim: int,
-                 temperature: float = 1.0, scorer: str = "paper"):
+                 temperature: float = 1.0, scorer: str = "paper", role_init: str = "normal"):
         super().__init__()
         if num_heads * role_dim != embed_dim:
             raise ValueError(
@@ -76,11 +83,16 @@ class DiscreteRoleBinding(nn.Module):
             raise ValueError(f"role temperature must be positive, got {temperature}")
         if scorer not in self.SCORERS:
             raise ValueError(f"role scorer must be one of {', '.join(self.SCORERS)}, got {scorer!r}")
+        if role_init not in self.ROLE_INITS:
+            raise ValueError(f"role init must be one of {', '.join(self.ROLE_INITS)}, got {role_init!r}")
         self.num_heads, self.num_roles, self.role_dim = num_heads, num_roles, role_dim
         self.temperature, self.scorer = float(temperature), scorer
         self.roles = nn.Parameter(torch.empty(num_roles, role_dim))
         self.role_scorer = nn.Linear(embed_dim, num_heads * num_roles, bias=scorer == "authors")
-        nn.init.normal_(self.roles, mean=0.0, std=1.0)
+        if role_init == "xavier":
+            nn.init.xavier_uniform_(self.roles, gain=1.414)
+        else:
+            nn.init.normal_(self.roles, mean=0.0, std=1.0)
         if scorer == "paper":
             nn.init.xavier_uniform_(self.role_scorer.weight)
 
