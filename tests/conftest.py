@@ -1,5 +1,6 @@
 """Shared pytest fixtures: a runner for the real console scripts of this venv."""
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,11 +23,14 @@ def cli_env(threads="1"):
 @pytest.fixture(scope="session")
 def run_cli():
     """``run_cli("fairseq-train", *args, cwd=..., input=..., timeout=...)`` runs the console script
-    from this venv's bin dir (``"python"`` runs this interpreter) and returns the
+    from this venv's bin dir, or from ``PATH`` where it is not there (an install with ``pip
+    --target``, as on a lent GPU machine; ``"python"`` runs this interpreter), and returns the
     ``CompletedProcess`` (text; stdout and stderr kept apart)."""
 
     def run(script, *args, cwd=None, input=None, timeout=300):
         exe = sys.executable if script == "python" else str(VENV_BIN / script)
+        if script != "python" and not os.path.exists(exe):
+            exe = shutil.which(script) or exe
         return subprocess.run(
             [exe, *map(str, args)], cwd=cwd, input=input, env=cli_env(),
             capture_output=True, text=True, timeout=timeout,

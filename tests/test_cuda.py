@@ -164,3 +164,66 @@ def test_fairseq_train_in_half_precision_then_generate(arch, precision, work, ru
     gen_args = [a for a in _generate_args(work / "bin", save / "checkpoint_last.pt", "--fp16") if a != "--cpu"]
     gen = _ok(run_cli("fairseq-generate", *gen_args, cwd=work), f"fairseq-generate --fp16 ({arch})")
     _check_all_test_sentences(gen.stdout)
+
+
+# ----------------------------------------------------------------------------- the fused role binding
+# (modules/role_kernels.py; the interpreter runs the same checks on the CPU: tests/test_role_kernels.py,
+# whose docstring derives the tolerance: 4 * n * u * max|float64 result|, n the longest chain of sums)
+KERNEL_SHAPES = [(7, 3, 4, 8, 16, 1.0, "paper"), (5, 7, 4, 50, 24, 0.5, "authors"), (64, 16, 8, 50, 64, 1.0, "paper")]
+UNIT_ROUNDOFF = {torch.float32: 2.0 ** -24, torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8}
+
+
+def _binding_run(binding, x, g, kernel):
+    binding.kernel = kernel
+    x = x.detach().requires_grad_(True)
+    out, role_attn = binding(x)
+    grads = torch.autograd.grad((out.float() * g.float()).sum(), [x, binding.role_scorer.weight, binding.roles])
+    return [out.detach(), role_attn.detach(), *grads]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("shape", KERNEL_SHAPES, ids=lambda s: "T{}-B{}-H{}-N{}-d{}-tau{}-{}".format(*s))
+def test_fused_role_binding_on_the_gpu_is_as_close_to_float64_as_rounding_allows(shape, dtype):
+    from fairseq_tpr.modules import DiscreteRoleBinding
+
+    T, B, H, N, D, tau, scorer = shape
+    torch.manual_seed(0)
+    binding = DiscreteRoleBinding(H * D, H, N, D, temperature=tau, scorer=scorer).to(GPU, dtype)
+    assert binding.fused(torch.zeros(1, 1, H * D, device=GPU, dtype=dtype))  # auto: the kernels on CUDA
+    x = torch.randn(T, B, H * D, device=GPU).to(dtype)
+    g = torch.randn(T, B, H * D, device=GPU).to(dtype)
+    fused = _binding_run(binding, x, g, "auto")
+    reference = _binding_run(binding.double(), x.double(), g.double(), "eager")  # the same rounded inputs
+    n = H * D + N + D + T * B
+    for name, got, want in zip(["output", "role distributions", "grad x", "grad scorer", "grad dictionary"],
+                               fused, reference):
+        u = UNIT_ROUNDOFF[dtype] if got.dtype == dtype else 2.0 ** -24  # distributions: fp32 under half
+        bound = 4 * n * u * float(want.abs().max())
+        err = float((got.double() - want).abs().max())
+        assert err <= bound, f"{name}: {err:.3g} > {bound:.3g}"
+
+
+def test_fused_role_binding_fp32_model_decodes_incrementally_and_beam_searches_as_eager():
+    fused, task, _ = build("tp_transformer_d_tiny")
+    eager, _, _ = build("tp_transformer_d_tiny", "--role-kernel", "eager")
+    eager.load_state_dict(fused.state_dict())
+    fused, eager = fused.to(GPU).eval(), eager.to(GPU).eval()
+    d = task.source_dictionary
+    src, src_len, prev = (t.to(GPU) for t in random_batch(d, bsz=3, src_len=6, tgt_len=5))
+    with torch.no_grad():
+        enc = fused.encoder(src, src_len)
+        full, _ = fused.decoder(prev, encoder_out=enc)
+        state, steps = {}, []
+        for t in range(prev.size(1)):
+            steps.append(fused.decoder(prev[:, : t + 1], encoder_out=enc, incremental_state=state)[0])
+        full_eager, _ = eager.decoder(prev, encoder_out=eager.encoder(src, src_len))
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(full, full_eager, atol=1e-4, rtol=1e-4)
+    sample = {"net_input": {"src_tokens": src, "src_lengths": src_len}}
+    hyps = []
+    for model in (fused, eager):
+        gen = SequenceGenerator([model], task.target_dictionary, beam_size=4, max_len_b=10, min_len=2)
+        with torch.no_grad():
+            hyps.append(gen.generate([model], sample))
+    for a, b in zip(*hyps):
+        assert [h["tokens"].tolist() for h in a] == [h["tokens"].tolist() for h in b]

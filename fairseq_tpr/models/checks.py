@@ -30,7 +30,7 @@ import os
 from typing import Dict, Optional
 
 from ..errors import ConfigError
-from ..modules.role_dictionary import DiscreteRoleBinding
+from ..modules.role_dictionary import KERNELS, DiscreteRoleBinding
 from .hydra_args import accepts_hydra_config
 
 SIDES = ("source", "target")
@@ -180,6 +180,9 @@ def check_num_roles(args, arch: str, context: str = "") -> None:
     if scorer not in DiscreteRoleBinding.SCORERS:
         raise ConfigError(f"--role-scorer must be one of {', '.join(DiscreteRoleBinding.SCORERS)}{context} "
                           f"(got {scorer!r}).")
+    kernel = getattr(args, "role_kernel", "auto")
+    if kernel not in KERNELS:
+        raise ConfigError(f"--role-kernel must be one of {', '.join(KERNELS)}{context} (got {kernel!r}).")
     role_init = getattr(args, "role_init", "normal")
     if role_init not in DiscreteRoleBinding.ROLE_INITS:
         raise ConfigError(f"--role-init must be one of {', '.join(DiscreteRoleBinding.ROLE_INITS)}{context} "

@@ -42,7 +42,7 @@ class ReturnsRoleAttention:
             if name is not None:  # a binding of this model (not of another one run inside the block)
                 role_attn[name] = values["role_attn"]
 
-        with taps.listen(keep, DiscreteRoleBinding):
+        with taps.listen(keep, DiscreteRoleBinding, keys=("role_attn",)):
             yield role_attn
 
     def _index_role_bindings(self: nn.Module) -> Dict[nn.Module, str]:

@@ -240,7 +240,8 @@ def sttr(args):
     """STTR on fairseq's transformer defaults; template-aware attention as the authors' code, shared
     embeddings."""
     set_defaults(args, template_mode="attention", tpr="none", num_roles=50, role_dim=None, role_temperature=1.0,
-                 role_scorer="paper", role_init="normal", share_all_embeddings=True,
+                 role_scorer="paper", role_init="normal", role_kernel="auto",
+                 share_all_embeddings=True,
                  template_addnorm=False, template_gate_on="template", no_template_ffn=False)
     base_architecture(args)
 

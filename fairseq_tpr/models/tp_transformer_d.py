@@ -12,6 +12,7 @@ The role attention distributions of every binding are returned in the decoder's
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import base_architecture
 from ..modules import DiscreteRoleBinding, RoleDecoderLayer, RoleEncoderLayer
+from ..modules.role_dictionary import KERNELS
 from .role_capture import ReturnsRoleAttention
 from .presets import default_sizes, pre_ln, set_defaults
 from .checks import check_num_roles, check_role_dim
@@ -20,8 +21,9 @@ from .tpr_transformer_base import TPRTransformerModelBase
 
 def add_role_study_args(parser, context: str = "") -> None:
     """``--role-temperature`` and ``--role-scorer``, two departures from Eq. 5 for studying how
-    one-hot the role distributions become, and ``--role-init``, the authors' initialisation of the
-    dictionary (``context`` prefixes their help, e.g. "with --tpr discrete: ")."""
+    one-hot the role distributions become, ``--role-init``, the authors' initialisation of the
+    dictionary, and ``--role-kernel``, which code computes Eq. 5-6 (``context`` prefixes their help,
+    e.g. "with --tpr discrete: ")."""
     parser.add_argument("--role-temperature", type=float, metavar="TAU",
                         help=f"{context}divide the role logits F W_r by TAU before the softmax of Eq. 5 "
                              "(default 1: the paper; below 1 sharper role distributions)")
@@ -31,6 +33,10 @@ def add_role_study_args(parser, context: str = "") -> None:
     parser.add_argument("--role-init", choices=DiscreteRoleBinding.ROLE_INITS,
                         help=f"{context}the role dictionary's initialisation: normal (default, N(0, 1)) or xavier "
                              "(Xavier uniform with gain 1.414, as the authors' code)")
+    parser.add_argument("--role-kernel", choices=KERNELS,
+                        help=f"{context}auto (default): Eq. 5-6 as fused Triton kernels on a CUDA GPU, torch ops "
+                             "elsewhere; eager: always the torch ops; triton: always the kernels (CPU only under "
+                             "TRITON_INTERPRET=1)")
 
 
 @register_model("tp_transformer_d")
@@ -77,7 +83,7 @@ def tp_transformer_d(args):
     N_r 50 role embeddings of d_r 64 per layer, dropout 0.1, shared embeddings (T5-style)."""
     pre_ln(args)
     set_defaults(args, tpr_in="both", num_roles=50, role_dim=64, role_temperature=1.0, role_scorer="paper",
-                 role_init="normal", dropout=0.1, share_all_embeddings=True)
+                 role_init="normal", role_kernel="auto", dropout=0.1, share_all_embeddings=True)
     base_architecture(args)
 
 

@@ -22,12 +22,23 @@ its distributions are *returned* (never stored on the module) for analysis and f
 ``role_onehot`` validation metric; F, R and the distributions are also published to the
 listeners of :mod:`.taps` (the models' ``extra["role_attn"]``, the analysis capture).
 
+Kernels (``kernel``, the model option ``--role-kernel``): ``auto`` (the default) runs Eq. 5-6 as
+the fused Triton kernels of :mod:`.role_kernels` on a CUDA GPU when Triton is installed (fp32,
+fp16, bf16) and the eager torch ops below everywhere else; ``eager`` always the torch ops;
+``triton`` always the kernels (on the CPU only under ``TRITON_INTERPRET=1``, Triton's interpreter,
+for tests; float64 only there). Both give the same values to fp32 rounding (``tests/test_role_kernels.py``). The fused
+path publishes only ``role_attn``; when a listener wants the roles, fillers or TPRs (the analysis
+capture), the binding runs the eager ops.
+
 Speed (same values, see docs/benchmarks.md): the H scorers are one ``d_m -> H * N_r``
 projection (applied with ``linear`` on its weight, so forward hooks on ``role_scorer`` itself
 do not fire) and Eq. 5 is one ``(T B H) x N_r`` by ``N_r x d_r`` product for all heads; in
 incremental decoding r_hat (Eq. 4) is computed once per decoding run and kept in the
 incremental state (it does not depend on the batch, so beam reordering leaves it alone).
 """
+import importlib.util
+import os
+from functools import lru_cache
 from typing import Dict, Optional, Tuple
 
 import torch
@@ -35,8 +46,24 @@ from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor, nn
 from torch.nn.functional import linear
 
+from ..errors import ConfigError
 from . import taps
 from .precision import accumulation_dtype
+
+KERNELS = ("auto", "eager", "triton")
+
+
+@lru_cache(maxsize=None)
+def _triton_installed() -> bool:
+    return importlib.util.find_spec("triton") is not None
+
+
+def triton_runs_on(device: torch.device) -> bool:
+    """Whether the Triton kernels can run on ``device``: a CUDA GPU with Triton installed, or the
+    CPU under Triton's interpreter (``TRITON_INTERPRET=1``)."""
+    if device.type == "cuda":
+        return _triton_installed()
+    return device.type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1" and _triton_installed()
 
 # below one AVX-512 vector of fp32 the CPU softmax kernel, which vectorises along the softmax
 # dimension, runs scalar exp (see role_softmax)
@@ -73,7 +100,7 @@ class DiscreteRoleBinding(nn.Module):
     ROLE_INITS = ("normal", "xavier")
 
     def __init__(self, embed_dim: int, num_heads: int, num_roles: int, role_dim: int,
-                 temperature: float = 1.0, scorer: str = "paper", role_init: str = "normal"):
+                 temperature: float = 1.0, scorer: str = "paper", role_init: str = "normal", kernel: str = "auto"):
         super().__init__()
         if num_heads * role_dim != embed_dim:
             raise ValueError(
@@ -85,6 +112,9 @@ class DiscreteRoleBinding(nn.Module):
             raise ValueError(f"role scorer must be one of {', '.join(self.SCORERS)}, got {scorer!r}")
         if role_init not in self.ROLE_INITS:
             raise ValueError(f"role init must be one of {', '.join(self.ROLE_INITS)}, got {role_init!r}")
+        if kernel not in KERNELS:
+            raise ValueError(f"role kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+        self.kernel = kernel  # a plain attribute: switching it needs no new parameters
         self.num_heads, self.num_roles, self.role_dim = num_heads, num_roles, role_dim
         self.temperature, self.scorer = float(temperature), scorer
         self.roles = nn.Parameter(torch.empty(num_roles, role_dim))
@@ -110,6 +140,24 @@ class DiscreteRoleBinding(nn.Module):
                 self.set_incremental_state(incremental_state, "roles_hat", {"roles_hat": roles_hat})
         return roles_hat
 
+    def fused(self, x: Tensor) -> bool:
+        """Whether this call runs the Triton kernels (``kernel``, module docstring)."""
+        if self.kernel == "eager":
+            return False
+        runs = triton_runs_on(x.device)
+        if self.kernel == "triton":
+            if not runs:
+                raise ConfigError(
+                    f"--role-kernel triton needs Triton and a CUDA GPU (or TRITON_INTERPRET=1 on the CPU, for tests); "
+                    f"this binding runs on {x.device.type}"
+                    + ("" if _triton_installed() else " and Triton is not installed (pip install triton)")
+                    + ". Use --role-kernel auto or eager.")
+            if x.device.type == "cuda" and x.dtype == torch.float64:
+                raise ConfigError("--role-kernel triton has no float64 path on a GPU (Triton's tl.dot takes fp32, "
+                                  "fp16 and bf16 there); use --role-kernel auto, which runs float64 eagerly.")
+            return True
+        return runs and x.device.type == "cuda" and x.dtype != torch.float64
+
     def forward(self, x: Tensor,
                 incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None) -> Tuple[Tensor, Tensor]:
         """x: F, ``T x B x d_m``; ``incremental_state`` only keeps r_hat between decoding steps."""
@@ -117,6 +165,15 @@ class DiscreteRoleBinding(nn.Module):
         H, N_r = self.num_heads, self.num_roles
         acc = accumulation_dtype(x.dtype)  # fp32 under fp16/bf16, else x's own dtype
         roles_hat = self.normalized_roles(acc, incremental_state)  # N_r x d_r              (Eq. 4)
+        if self.fused(x) and not taps.wanted(self, "filler", "role", "tpr"):
+            from .role_kernels import fused_role_binding  # imports Triton: only here
+
+            tpr, role_attn = fused_role_binding(x.reshape(T * B, C), self.role_scorer.weight, self.role_scorer.bias,
+                                                roles_hat, self.temperature, H)  # Eq. 5-6
+            tpr, role_attn = tpr.view(T, B, C), role_attn.view(T, B, H, N_r)
+            if taps.wanted(self):
+                taps.publish(self, role_attn=role_attn)
+            return tpr, role_attn
         # F W_r^h, all heads: (T B H) x N_r; linear() on the weight is what role_scorer's forward computes,
         # without nn.Module.__call__ (~2.5 us a call, a seventh of a tiny binding's decoding step)
         logits = linear(x.reshape(T * B, C), self.role_scorer.weight, self.role_scorer.bias).view(T * B * H, N_r)
@@ -134,4 +191,5 @@ class DiscreteRoleBinding(nn.Module):
     def extra_repr(self) -> str:
         extra = "" if self.temperature == 1.0 else f", temperature={self.temperature:g}"
         extra += "" if self.scorer == "paper" else f", scorer={self.scorer}"
+        extra += "" if self.kernel == "auto" else f", kernel={self.kernel}"
         return f"heads={self.num_heads}, num_roles={self.num_roles}, role_dim={self.role_dim}{extra}"
