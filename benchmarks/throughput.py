@@ -98,10 +98,18 @@ DEFAULTS = {
 }
 
 
+# ``--before-after``: a model string ending in this token is built and stepped as before issue 35's
+# changes (the discrete binding's eager torch ops, ``--role-kernel eager``; fairseq's per-parameter Adam
+# loop), in the same process as the current code
+BEFORE = "@before"
+
+
 def short(arch):
     """A table label: the arch name, with ``+flags`` when fairseq-train flags follow it."""
     name, *flags = arch.split()
-    return name + (" +flags" if flags else "")
+    before = BEFORE in flags
+    flags = [f for f in flags if f != BEFORE]
+    return name + (" +flags" if flags else "") + (" (before)" if before else "")
 
 
 def models_for(size):
@@ -115,22 +123,26 @@ def models_for(size):
 
 
 # ----------------------------------------------------------------------------- worker
-def make_optimizer(kind, model, dtype):
+def make_optimizer(kind, model, dtype, before=False):
     """Adam on ``model``'s parameters, lr 1e-4, betas (0.9, 0.98), the way the training runs it.
 
     ``fairseq-adam``: what ``fairseq-train --optimizer adam --adam-betas '(0.9, 0.98)'`` builds
-    (``FairseqAdam``: fairseq's own per-tensor Adam, or its fused Adam where CUDA and apex are
-    there); ``torch-adam``: ``torch.optim.Adam`` (its per-tensor loop launches more ops per
-    parameter tensor, so models with more, smaller tensors pay more)."""
+    (``FairseqAdam``: with the plugin loaded, fairseq's Adam with the multi-tensor step on CUDA
+    parameters, ``fairseq_fixes.fix_per_parameter_adam``; fairseq's fused Adam where its CUDA
+    extension is installed); with ``before``, fairseq's own per-parameter loop as without the fix;
+    ``torch-adam``: ``torch.optim.Adam`` (its default picks the multi-tensor step on CUDA)."""
     import torch
 
     eps = 1e-8 if dtype == "fp32" else 1e-4  # fp16/bf16 parameters: keep eps representable
     if kind == "torch-adam":
         return torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=eps)
-    from fairseq.optim.adam import FairseqAdam, FairseqAdamConfig
+    from fairseq.optim.adam import Adam, FairseqAdam, FairseqAdamConfig
 
-    return FairseqAdam(FairseqAdamConfig(lr=[1e-4], adam_betas="(0.9, 0.98)", adam_eps=eps, tpu=False),
-                       list(model.parameters()))
+    optimizer = FairseqAdam(FairseqAdamConfig(lr=[1e-4], adam_betas="(0.9, 0.98)", adam_eps=eps, tpu=False),
+                            list(model.parameters()))
+    if before and isinstance(optimizer._optimizer, Adam):
+        optimizer._optimizer.__class__ = Adam  # fairseq's loop
+    return optimizer
 
 
 def _rss_now_mb():
@@ -197,6 +209,9 @@ def build(arch, vocab=1000, seed=1, device="cpu", dtype="fp32"):
     d.pad_to_multiple_(8)
     parser = options.get_training_parser()
     name, *flags = arch.split()
+    if BEFORE in flags:
+        flags = [f for f in flags if f != BEFORE] + (["--role-kernel", "eager"] if name.startswith("tp_transformer_d")
+                                                     else [])
     argv = ["dummy-data", "--task", "translation", "--arch", name, "--seed", str(seed),
             "--max-source-positions", "1024", "--max-target-positions", "1024", *flags]
     args = options.parse_args_and_arch(parser, argv)
@@ -391,7 +406,7 @@ def worker_paired(cfg):
     for a in archs:
         model = built[a][0]
         model.train()
-        opts[a] = make_optimizer(cfg["optimizer"], model, cfg["dtype"])
+        opts[a] = make_optimizer(cfg["optimizer"], model, cfg["dtype"], before=BEFORE in a.split())
     batches = make_train_batches(d, B, S, T, cfg["warmup"] + cfg["steps"], cfg["seed"], device)
 
     def train_fn(a, i):
@@ -522,6 +537,10 @@ def parse_args(argv=None):
                         "rerun, and each model waits for a quiet machine first (default 0.3)")
     p.add_argument("--retries", type=int, default=2, help="reruns of a contended measurement (default 2)")
     p.add_argument("--quiet-timeout", type=float, default=120, help="seconds to wait for a quiet machine (default 120)")
+    p.add_argument("--before-after", action="store_true",
+                   help="with --paired: also run every model as before issue 35 (eager role binding, fairseq's "
+                        "per-parameter Adam) in the same process, and report both states' ratios and each "
+                        "model's speed-up")
     p.add_argument("--json", metavar="PATH", help="also write all runs and the summary as JSON")
     p.add_argument("--_worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -554,7 +573,7 @@ def run_paired(args, archs, env):
     for a in archs:
         print(f"| {short(a):26s} | {r['info'][a]['params'] / 1e6:6.1f}M | {B * T / r['train_step_s'][a]:11.1f} | "
               f"{args.gen_batch / r['gen_call_s'][a]:10.2f} |")
-    print(f"\nRatios TP / matched transformer: median over rounds of the per-round ratio [min-max]. "
+    print(f"\nRatios model / baseline (TP / matched transformer; with --before-after also each model / itself before): median over rounds of the per-round ratio [min-max]. "
           f"Target >= {args.target}.\n")
     header = f"| {'TP variant':26s} | {'vs':26s} | {'train tok/s':>19s} | {'gen sent/s':>19s} | {'target':>6s} |"
     print(header)
@@ -563,7 +582,7 @@ def run_paired(args, archs, env):
     cpu_cells = []
     # the verdict: CPU-time ratios where they measure the work (CPU device, one thread), else wall time
     basis = "cpu" if args.device.startswith("cpu") and r["threads"] == 1 else "wall"
-    for tp, base in PAIRS[args.size]:
+    for tp, base in paired_rows(args):
         row = {"tp": tp, "baseline": base}
         cells = []
         for key in ("train", "gen"):
@@ -599,8 +618,19 @@ def run_paired(args, archs, env):
         with open(args.json, "w") as f:
             json.dump({"env": env, "mode": "paired",
                        "settings": {k: v for k, v in vars(args).items() if k != "_worker"},
-                       "pairs": PAIRS[args.size], "result": r, "ratios": summary}, f, indent=2)
+                       "pairs": paired_rows(args), "result": r, "ratios": summary}, f, indent=2)
         print(f"\nwrote {args.json}")
+
+
+def paired_rows(args):
+    """The (model, baseline) rows of a paired run: each TP variant against its matched transformer;
+    with ``--before-after`` also the same pairs as before issue 35 (:data:`BEFORE`) and every model
+    against itself before (its speed-up)."""
+    rows = list(PAIRS[args.size])
+    if getattr(args, "before_after", False):
+        rows += [(f"{tp} {BEFORE}", f"{base} {BEFORE}") for tp, base in PAIRS[args.size]]
+        rows += [(a, f"{a} {BEFORE}") for a in models_for(args.size)]
+    return rows
 
 
 def fmt_mem(mb):
@@ -645,7 +675,11 @@ def main(argv=None):
              else f"{args.repeats} repeats, one fresh process per model, models interleaved"), flush=True)
 
     if args.paired:
+        if args.before_after:
+            archs = archs + [f"{a} {BEFORE}" for a in archs]
         return run_paired(args, archs, env)
+    if args.before_after:
+        raise SystemExit("--before-after needs --paired (both states in one process)")
 
     runs = {a: [] for a in archs}
     t_start = time.time()

@@ -601,7 +601,11 @@ def fix_per_parameter_adam() -> None:
     ``torch._foreach_*`` calls, equal in float64, the same state dict): only ``step`` changes, so
     speed changes and results do not. fairseq's CUDA ``FusedAdam``, where installed, is left as
     fairseq chose it. (Renaming the module's ``Adam`` instead would break fairseq's own
-    ``super(Adam, self)`` in ``Adam.__init__``.) Test: ``tests/test_multi_tensor_adam.py``."""
+    ``super(Adam, self)`` in ``Adam.__init__``.) ``FAIRSEQ_TPR_ADAM_LOOP=1`` in the environment keeps
+    fairseq's loop, for measuring the difference (``benchmarks/fairseq_train_speed.py``). Test:
+    ``tests/test_multi_tensor_adam.py``."""
+    import os
+
     from fairseq.optim.adam import Adam, FairseqAdam
 
     from .multi_tensor_adam import MultiTensorAdam
@@ -612,7 +616,7 @@ def fix_per_parameter_adam() -> None:
 
     def __init__(self, cfg, params):
         original(self, cfg, params)
-        if type(self._optimizer) is Adam:
+        if type(self._optimizer) is Adam and os.environ.get("FAIRSEQ_TPR_ADAM_LOOP") != "1":
             self._optimizer.__class__ = MultiTensorAdam
 
     __init__.fairseq_tpr_fixed = True

@@ -1,23 +1,126 @@
 #!/usr/bin/env bash
-# The GPU checks (README, "GPU and half precision"): tests/test_cuda.py on the GPU, then the
-# paired throughput benchmark on the GPU (benchmarks/throughput.py --device cuda) at the tiny, small
-# and paper sizes in float32, and at paper size in bfloat16. CI has no GPU: run this on one.
+# The GPU checks, in one run that ends within BUDGET seconds (default 540: 9 minutes), every result as
+# JSON in OUT_DIR (README, "GPU and half precision"; docs/benchmarks.md, "On a GPU"). CI has no GPU.
 #
-#   bash scripts/gpu_check.sh [OUT_DIR]      # default runs/gpu-check; PYTHON (default python3)
+#   bash scripts/gpu_check.sh [OUT_DIR]        # default runs/gpu-check
 #
-# OUT_DIR gets test_cuda.log and bench_SIZE_DTYPE.json. Exit status: the tests'.
+# Stages (STAGES, default all four, in this order; each is cut at the time left):
+#   install  where `import fairseq` fails: the wheels of WHEELS (default .whl, made here by
+#            scripts/gpu_wheels.sh) and this project, offline, into SITE (default /tmp/site), which goes
+#            on PYTHONPATH and PATH
+#   tests    tests/test_cuda.py (every model family on the GPU, the fused role binding against float64,
+#            fairseq-train --fp16/--bf16 then fairseq-generate) -> test_cuda.log, tests.json
+#   bench    benchmarks/throughput.py --paired --before-after (this code and the code before issue 35,
+#            the eager role binding and fairseq's per-parameter Adam, in one process): paper size fp32 and
+#            bf16 at batch 16 x 40 and 128 x 64 (generation batch 64), small size fp32 and bf16 at 16 x 40
+#            -> bench_SIZE_DTYPE_BATCH.json
+#   train    benchmarks/fairseq_train_speed.py on DATA (default runs/debian/en-de/data-bin, built here by
+#            `bash preprocess/debian.sh runs/debian` and carried): fairseq-train words/s of tp_transformer_d,
+#            tp_transformer_math and their matched transformers at paper size, fp32 and --bf16, after and
+#            before; fairseq-generate --fp16 --beam 4 sentences/s -> fairseq_train.json
+# and gpu_check.json, which collects the environment and every stage's figures. Exit status: the tests'.
+#
+# A dry run of the script itself on a CPU (what a session without a GPU can check), e.g.:
+#   STAGES="tests bench train" DEVICE=cpu BENCH_RUNS="tiny fp32 16" PATH=.venv/bin:$PATH PYTHON=.venv/bin/python \
+#   TRAIN_ARGS="--cpu --archs tp_transformer_d_tiny transformer_tp_tiny --max-update 20 --max-tokens 2048 \
+#   --gen-batch 64 --gen-len 10" bash scripts/gpu_check.sh /tmp/gpu-dry
 set -uo pipefail
 out=${1:-runs/gpu-check}
 py=${PYTHON:-python3}
+budget=${BUDGET:-540}
+stages=${STAGES:-install tests bench train}
+wheels=${WHEELS:-.whl}
+site=${SITE:-/tmp/site}
+data=${DATA:-runs/debian/en-de/data-bin}
+device=${DEVICE:-cuda}
+bench_runs=${BENCH_RUNS:-"paper bf16 16;paper fp32 16;paper bf16 128;paper fp32 128;small fp32 16;small bf16 16"}
+deadline=$((SECONDS + budget))
 mkdir -p "$out"
-"$py" -c "import torch, fairseq; print('torch', torch.__version__, '| fairseq', fairseq.__version__, '|',
-torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no CUDA GPU')"
-"$py" -m pytest -q -p no:cacheprovider -rs --durations=10 tests/test_cuda.py 2>&1 | tee "$out/test_cuda.log"
-rc=${PIPESTATUS[0]}
-for run in "tiny fp32" "small fp32" "paper fp32" "paper bf16"; do
-    set -- $run
-    echo "== benchmark: --size $1 --dtype $2 (paired, GPU wall time)"
-    "$py" benchmarks/throughput.py --device cuda --dtype "$2" --size "$1" --paired --steps 30 --gen-batches 8 \
-        --quiet-timeout 0 --json "$out/bench_$1_$2.json" 2>&1 | tail -n 14
-done
+rc=0
+
+left() {  # seconds left, minus a reserve for the summary
+    echo $((deadline - SECONDS - 10))
+}
+
+has() { [[ " $stages " == *" $1 "* ]]; }
+
+if has install && ! "$py" -c "import fairseq" 2>/dev/null; then
+    echo "== install: $wheels and this project into $site (offline)"
+    "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" "$wheels"/*.whl \
+        && "$py" -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir --target "$site" . \
+        || { echo "install failed"; exit 3; }
+fi
+if [ -d "$site" ]; then
+    export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" PATH="$site/bin:$PATH"
+fi
+"$py" - "$out/env.json" <<'EOF'
+import json, sys, torch, fairseq
+env = {"torch": torch.__version__, "fairseq": fairseq.__version__, "cuda": torch.version.cuda,
+       "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+try:
+    import triton
+    env["triton"] = triton.__version__
+except ImportError:
+    env["triton"] = None
+print(env)
+json.dump(env, open(sys.argv[1], "w"))
+EOF
+
+if has tests; then
+    echo "== tests/test_cuda.py ($(left)s left)"
+    timeout $(( $(left) < 200 ? $(left) : 200 )) "$py" -m pytest -q -p no:cacheprovider -rs --durations=10 \
+        tests/test_cuda.py 2>&1 | tee "$out/test_cuda.log"
+    rc=${PIPESTATUS[0]}
+    "$py" - "$out/test_cuda.log" "$out/tests.json" "$rc" <<'EOF'
+import json, re, sys
+text = open(sys.argv[1]).read()
+counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|skipped|error|errors)", text.splitlines()[-1] if text else "")}
+json.dump({"exit_status": int(sys.argv[3]), **counts}, open(sys.argv[2], "w"))
+EOF
+fi
+
+if has bench; then
+    # the most wanted first: a configuration starts only with enough time left for it
+    IFS=';' read -ra runs <<< "$bench_runs"
+    for run in "${runs[@]}"; do
+        set -- $run
+        need=$([ "$3" = 128 ] && echo 60 || echo 40)
+        if [ "$(left)" -lt $((need + 150)) ]; then  # keep about 150 s for the fairseq-train stage
+            echo "== skipped (time): bench $run"; continue
+        fi
+        shape=(--steps 15 --gen-batches 3)
+        [ "$3" = 128 ] && shape=(--steps 8 --gen-batches 2 --batch 128 --src-len 64 --tgt-len 64 --gen-batch 64)
+        echo "== benchmark: --size $1 --dtype $2 batch $3 (paired, before/after, GPU wall time; $(left)s left)"
+        timeout $((need * 3)) "$py" benchmarks/throughput.py --device "$device" --dtype "$2" --size "$1" --paired \
+            --before-after "${shape[@]}" --quiet-timeout 0 --json "$out/bench_$1_$2_$3.json" 2>&1 | tail -n 24
+    done
+fi
+
+if has train; then
+    if [ -d "$data" ]; then
+        echo "== fairseq-train / fairseq-generate on $data ($(left)s left)"
+        timeout $(( $(left) > 30 ? $(left) : 30 )) "$py" benchmarks/fairseq_train_speed.py "$data" \
+            --json "$out/fairseq_train.json" ${TRAIN_ARGS:-} 2>&1 | tail -n 40
+    else
+        echo "== skipped: no $data (bash preprocess/debian.sh runs/debian, then carry runs/debian/en-de/data-bin)"
+    fi
+fi
+
+"$py" - "$out" <<'EOF'
+import glob, json, os, sys
+out = sys.argv[1]
+summary = {}
+for path in sorted(glob.glob(os.path.join(out, "*.json"))):
+    name = os.path.basename(path)[:-5]
+    if name == "gpu_check":
+        continue
+    data = json.load(open(path))
+    if name.startswith("bench_"):  # keep the ratios and the settings, not every unit time
+        data = {"env": data.get("env"), "ratios": data.get("ratios"),
+                "settings": {k: data["settings"].get(k) for k in ("size", "dtype", "batch", "src_len", "tgt_len",
+                                                                   "gen_batch", "steps", "gen_batches")}}
+    summary[name] = data
+json.dump(summary, open(os.path.join(out, "gpu_check.json"), "w"), indent=1)
+print("wrote", os.path.join(out, "gpu_check.json"), "with", ", ".join(summary))
+EOF
 exit "$rc"

@@ -105,3 +105,11 @@ def test_fairseq_adam_builds_the_multi_tensor_step(monkeypatch):
     for p, g in zip(params, _grads(0, torch.float32)):
         p.grad = g
     optimizer.step()
+
+
+def test_the_measuring_switch_keeps_fairseqs_loop(monkeypatch):
+    fairseq_tpr.register()
+    monkeypatch.setenv("FAIRSEQ_TPR_ADAM_LOOP", "1")
+    cfg = argparse.Namespace(lr=[1e-3], adam_betas="(0.9, 0.98)", adam_eps=1e-8, weight_decay=0.0,
+                             fp16_adam_stats=False, use_old_adam=False, tpu=False)
+    assert type(FairseqAdam(cfg, _params(torch.float32))._optimizer) is FairseqAdamStep

@@ -142,21 +142,18 @@ class DiscreteRoleBinding(nn.Module):
 
     def fused(self, x: Tensor) -> bool:
         """Whether this call runs the Triton kernels (``kernel``, module docstring)."""
-        if self.kernel == "eager":
-            return False
-        runs = triton_runs_on(x.device)
-        if self.kernel == "triton":
-            if not runs:
-                raise ConfigError(
-                    f"--role-kernel triton needs Triton and a CUDA GPU (or TRITON_INTERPRET=1 on the CPU, for tests); "
-                    f"this binding runs on {x.device.type}"
-                    + ("" if _triton_installed() else " and Triton is not installed (pip install triton)")
-                    + ". Use --role-kernel auto or eager.")
-            if x.device.type == "cuda" and x.dtype == torch.float64:
-                raise ConfigError("--role-kernel triton has no float64 path on a GPU (Triton's tl.dot takes fp32, "
-                                  "fp16 and bf16 there); use --role-kernel auto, which runs float64 eagerly.")
-            return True
-        return runs and x.device.type == "cuda" and x.dtype != torch.float64
+        if self.kernel != "triton":  # auto: CUDA only (one attribute test on the CPU path); eager: never
+            return self.kernel == "auto" and x.is_cuda and x.dtype != torch.float64 and _triton_installed()
+        if not triton_runs_on(x.device):
+            raise ConfigError(
+                f"--role-kernel triton needs Triton and a CUDA GPU (or TRITON_INTERPRET=1 on the CPU, for tests); "
+                f"this binding runs on {x.device.type}"
+                + ("" if _triton_installed() else " and Triton is not installed (pip install triton)")
+                + ". Use --role-kernel auto or eager.")
+        if x.is_cuda and x.dtype == torch.float64:
+            raise ConfigError("--role-kernel triton has no float64 path on a GPU (Triton's tl.dot takes fp32, "
+                              "fp16 and bf16 there); use --role-kernel auto, which runs float64 eagerly.")
+        return True
 
     def forward(self, x: Tensor,
                 incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None) -> Tuple[Tensor, Tensor]:
