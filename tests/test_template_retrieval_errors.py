@@ -175,7 +175,10 @@ def test_top_k_above_the_index_size_warns_with_the_numbers_and_keeps_what_exists
     assert main([str(raw), "--top-k", "10", "--no-progress"]) == 0
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
     assert warnings == ["warning: --top-k 10 but the index has only 4 training articles: "
-                        "keeping at most 4 candidates per query"]
+                        "keeping at most 4 candidates per query",
+                        "warning: --top-k 10: 4 of 4 train queries kept fewer than 4 candidates (as few as 3) from 4 "
+                        "usable training summaries: a training query's own article, its exact copies (unless "
+                        "--keep-duplicates) and its --exclude-same group are never its candidates"]
     assert [len(c) for _, c in _ids(raw / "valid.template.ids")] == [4, 4]
     assert [len(c) for _, c in _ids(raw / "train.template.ids")] == [3, 3, 3, 3]  # never the query itself
     _write(raw, train_target=["s0", "", "s2", "s3"])
@@ -184,6 +187,19 @@ def test_top_k_above_the_index_size_warns_with_the_numbers_and_keeps_what_exists
             "keeping at most 3 candidates per query") in capsys.readouterr().err
     assert main([str(raw), "--top-k", "3", "--splits", "valid", "--no-progress"]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_fewer_candidates_than_top_k_for_training_queries_warn_with_the_counts(tmp_path, capsys):
+    # 10 training articles, 4 of them copies of one another: with --top-k 10 a training query keeps the
+    # others minus its own copies; the index holds 10, so only the per-split warning can say so
+    src = ["cat mat"] * 4 + [f"word{i} other{i}" for i in range(6)]
+    raw = _write(tmp_path / "raw", train_source=src, train_target=[f"s{i}" for i in range(10)])
+    assert main([str(raw), "--splits", "train", "--top-k", "10", "--no-progress"]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert warnings == ["warning: --top-k 10: 10 of 10 train queries kept fewer than 10 candidates (as few as 6) "
+                        "from 10 usable training summaries: a training query's own article, its exact copies "
+                        "(unless --keep-duplicates) and its --exclude-same group are never its candidates"]
+    assert sorted({len(c) for _, c in _ids(raw / "train.template.ids")}) == [6, 9]
 
 
 def test_exclude_same_errors_name_the_file_and_the_line(tmp_path):

@@ -51,7 +51,8 @@ Output, aligned line by line with ``{split}.{source}``:
 Errors, before the index is built and any output is written: no training article has a
 non-empty summary; a train-split query whose only usable template would be its own summary
 (or an exact copy's); an empty query line (``--on-empty-query error``). ``--top-k`` above the
-number of usable training summaries only warns: fewer candidates are kept.
+number of usable training summaries only warns: fewer candidates are kept; so does a split whose
+queries keep fewer than that (a training query never gets its own article, its copies or its group's).
 """
 import multiprocessing
 import re
@@ -398,6 +399,13 @@ def retrieve(raw_dir, out=None, source_ext="source", target_ext="target", splits
         else:
             cands = [[] if i in skipped[split] else kept
                      for i, kept in enumerate(retriever.candidates(qs, top_k, train_split=is_train))]
+        expected = min(top_k, len(usable))  # what the warning on the index size above promised
+        short = [len(kept) for i, kept in enumerate(cands) if i not in skipped[split] and len(kept) < expected]
+        if short and not random_templates:
+            _warn(f"--top-k {top_k}: {len(short)} of {len(qs) - len(skipped[split])} {split} queries kept fewer "
+                  f"than {expected} candidates (as few as {min(short)}) from {len(usable)} usable training summaries"
+                  + (": a training query's own article, its exact copies (unless --keep-duplicates) and its "
+                     "--exclude-same group are never its candidates" if is_train else ""))
         missing = next((i for i, kept in enumerate(cands) if not kept and i not in skipped[split]), None)
         if missing is not None:  # ruled out by the checks above (a bug if not): never write a misaligned file
             raise RuntimeError(f"split {split!r}, line {missing + 1} of {sources[split]}: no training summary left "
