@@ -10,7 +10,9 @@
 #            on PYTHONPATH and PATH
 #   tests    tests/test_cuda.py (every model family on the GPU, the fused role binding against float64,
 #            fairseq-train --fp16/--bf16 then fairseq-generate) -> test_cuda.log, tests.json
-#   bench    benchmarks/throughput.py --paired --before-after (this code and the code before issue 35,
+#   bench    benchmarks/binding_vs_linear.py (one binding, eager and fused, against one d x d Linear at the
+#            paper's shapes, fp32 and bf16) -> binding_vs_linear.json; then
+#            benchmarks/throughput.py --paired --before-after (this code and the code before issue 35,
 #            the eager role binding and fairseq's per-parameter Adam, in one process): paper size fp32 and
 #            bf16 at batch 16 x 40 and 128 x 64 (generation batch 64), small size fp32 and bf16 at 16 x 40
 #            -> bench_SIZE_DTYPE_BATCH.json
@@ -21,7 +23,8 @@
 # and gpu_check.json, which collects the environment and every stage's figures. Exit status: the tests'.
 #
 # A dry run of the script itself on a CPU (what a session without a GPU can check), e.g.:
-#   STAGES="tests bench train" DEVICE=cpu BENCH_RUNS="tiny fp32 16" PATH=.venv/bin:$PATH PYTHON=.venv/bin/python \
+#   STAGES="tests bench train" DEVICE=cpu BENCH_RUNS="tiny fp32 16" BINDING_ARGS="--tokens 16 8 --dtypes fp32" \
+#   PATH=.venv/bin:$PATH PYTHON=.venv/bin/python \
 #   TRAIN_ARGS="--cpu --archs tp_transformer_d_tiny transformer_tp_tiny --max-update 20 --max-tokens 2048 \
 #   --gen-batch 64 --gen-len 10" bash scripts/gpu_check.sh /tmp/gpu-dry
 set -uo pipefail
@@ -80,6 +83,9 @@ EOF
 fi
 
 if has bench; then
+    echo "== one binding against one d x d Linear, forward + backward, paper shapes ($(left)s left)"
+    timeout 60 "$py" benchmarks/binding_vs_linear.py --device "$device" ${BINDING_ARGS:-} \
+        --json "$out/binding_vs_linear.json" 2>&1 | tail -n 4
     # the most wanted first: a configuration starts only with enough time left for it
     IFS=';' read -ra runs <<< "$bench_runs"
     for run in "${runs[@]}"; do
