@@ -39,7 +39,8 @@ def test_summarization_row_from_real_score_json(tmp_path):
     r1 = next(s for s in expected["scorers"] if s["scorer"] == "rouge")["metrics"]["ROUGE-1"]["f"]
     text = results_table.table("t", [("tp_transformer_d", run)])
     row = text.splitlines()[-1]
-    assert row.startswith("| tp_transformer_d | 2,658,880 | 1,000 | 0.75 | 7.625 | 16.2 | 0.500 | ")  # (9.1 - 7.625) / 9.1
+    # valid loss 7.625, the best of the log also 7.625; the late drop (9.1 - 7.625) / 9.1
+    assert row.startswith("| tp_transformer_d | 2,658,880 | 1,000 | 0.75 | 7.625 | 7.625 | 16.2 | 0.500 | ")
     assert f"{r1:.2f} / " in row and "ROUGE-1.5.5" in text
     assert row.rstrip(" |").endswith("-")  # METEOR not run: shown as "-"
 
@@ -51,7 +52,7 @@ def test_translation_row_reads_sacrebleu(tmp_path):
     (run / "generate-test.sacrebleu.txt").write_text(
         "H-0\t-0.1\tx\nGenerate test with beam=4: BLEU = 23.45 55.1/30.2/18.0/11.1 (BP = 1.000 ratio = 1.0)\n")
     row = results_table.table("t", [("transformer", run)]).splitlines()[-1]
-    assert row == "| transformer | 2,658,880 | 1,000 | 0.75 | 7.625 | 16.2 | - | 23.45 |"
+    assert row == "| transformer | 2,658,880 | 1,000 | 0.75 | 7.625 | 7.625 | 16.2 | - | 23.45 |"
 
 
 def test_bad_run_argument(tmp_path, capsys):
@@ -77,11 +78,11 @@ def test_seeds_give_mean_and_sample_sd_and_the_json_has_every_run(tmp_path, caps
     assert results_table_main([f"tp={runs}", f"tf={tmp_path / 'tf-s1'}", "--json", str(out)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "interp. numbers__place_value (%)" in lines[2] and "| runs |" in lines[2]
-    # mean 50, sample sd 10 (n - 1 in the denominator); valid loss mean 2, sd 1; params equal over seeds;
-    # the late drop from 9.1 at update 500 to 1, 2, 3 at 1000: 89.0%, 78.0%, 67.0%
-    assert lines[4] == ("| tp | 3 | 2,658,880 | 1,000 | 0.75 ± 0.00 | 2.000 ± 1.000 | 78.0 ± 11.0 | 0.500 ± 0.000 | 50.00 ± 10.00 "
-                        "| 50.00 ± 10.00 |")
-    assert lines[5] == "| tf | 1 | 2,658,880 | 1,000 | 0.75 | 4.000 | 56.0 | 0.500 | 30.00 | 30.00 |"
+    # mean 50, sample sd 10 (n - 1 in the denominator); valid loss mean 2, sd 1 (also the best of each log);
+    # params equal over seeds; the late drop from 9.1 at update 500 to 1, 2, 3 at 1000: 89.0%, 78.0%, 67.0%
+    assert lines[4] == ("| tp | 3 | 2,658,880 | 1,000 | 0.75 ± 0.00 | 2.000 ± 1.000 | 2.000 ± 1.000 | 78.0 ± 11.0 | "
+                        "0.500 ± 0.000 | 50.00 ± 10.00 | 50.00 ± 10.00 |")
+    assert lines[5] == "| tf | 1 | 2,658,880 | 1,000 | 0.75 | 4.000 | 4.000 | 56.0 | 0.500 | 30.00 | 30.00 |"
     figures = json.loads(out.read_text())
     assert sorted(figures) == ["tf", "tp"] and len(figures["tp"]) == 3
     assert figures["tp"][str(tmp_path / "tp-s2")]["interpolate/numbers__place_value"] == 50.0
@@ -127,9 +128,10 @@ def test_captioning_rows_read_caption_scores_and_the_best_valid_loss(tmp_path):
         (run / "eval" / "caption_scores.json").write_text(json.dumps(scores))
     text = results_table.table("t", [("atpl", [tmp_path / "atpl-s1", tmp_path / "atpl-s2"])])
     head, row = text.splitlines()[2], text.splitlines()[-1]
-    assert head.endswith("| best valid loss | BLEU-1 | BLEU-4 | METEOR | ROUGE-L | CIDEr |")
+    assert head.endswith("| valid loss | best valid loss | valid loss drop, last 25% of updates (%) | role one-hot | "
+                         "BLEU-1 | BLEU-4 | METEOR | ROUGE-L | CIDEr |")
     # best valid loss is the lowest of the log (7.625 < 9.1); CIDEr mean 0.3, sample sd 0.141
-    assert row == ("| atpl | 2 | 2,658,880 | 1,000 | 0.75 ± 0.00 | 7.625 ± 0.000 | 16.2 ± 0.0 | 0.500 ± 0.000 | 7.625 ± 0.000 | 0.500 ± 0.000 | "
+    assert row == ("| atpl | 2 | 2,658,880 | 1,000 | 0.75 ± 0.00 | 7.625 ± 0.000 | 7.625 ± 0.000 | 16.2 ± 0.0 | 0.500 ± 0.000 | 0.500 ± 0.000 | "
                    "0.000 ± 0.000 | 0.250 ± 0.000 | 0.500 ± 0.000 | 0.300 ± 0.141 |")
     assert results_table.read_run(tmp_path / "atpl-s1")["caption/CIDEr"] == 0.2
 

@@ -197,21 +197,23 @@ def table_of(title, gathered):
     its seed count; the columns follow what the runs hold: ROUGE (summarization), caption metrics
     with the best validation loss (captioning), sacreBLEU (translation) or exact-match accuracy per
     module and split (mathematics)."""
-    rows = [(name, list(records_of.values())) for name, records_of in gathered]
+    rows = [(name, [with_accuracy(f) for f in records_of.values()]) for name, records_of in gathered]
     every = [f for _, figures in rows for f in figures]
     seeds = any(len(figures) > 1 for _, figures in rows)
-    head = ["model"] + (["runs"] if seeds else []) + ["params", "updates", "train time (h)", "valid loss",
-                                                       "valid loss drop, last 25% of updates (%)", "role one-hot"]
-    keys = [("params", 0), ("updates", 0), ("train_hours", 2), ("valid_loss", 3), ("late_drop", 1),
-            ("role_onehot", 3)]
+    head = ["model"] + (["runs"] if seeds else []) + ["params", "updates", "train time (h)", "valid loss"]
+    keys = [("params", 0), ("updates", 0), ("train_hours", 2), ("valid_loss", 3)]
+    for key, label, digits in (("best_valid_loss", "best valid loss", 3), ("valid_accuracy", "valid token acc. (%)", 1)):
+        if any(key in f for f in every):
+            head.append(label)
+            keys.append((key, digits))
+    head += ["valid loss drop, last 25% of updates (%)", "role one-hot"]
+    keys += [("late_drop", 1), ("role_onehot", 3)]
     groups = []
     if any(k.startswith("rouge") for f in every for k in f):
         groups = [["rouge/ROUGE-1", "rouge/ROUGE-2", "rouge/ROUGE-L"], ["rouge/ROUGE-Lsum"],
                   ["rouge-perl/ROUGE-1", "rouge-perl/ROUGE-2", "rouge-perl/ROUGE-L"], ["meteor/METEOR"]]
         head += ["R-1 / R-2 / R-L (rouge-score)", "R-Lsum", "R-1 / R-2 / R-L (ROUGE-1.5.5)", "METEOR"]
     elif any(k.startswith("caption/") for f in every for k in f):
-        head.append("best valid loss")
-        keys.append(("best_valid_loss", 3))
         for metric in CAPTION_METRICS:
             groups.append([f"caption/{metric}"])
             head.append(metric)
@@ -232,6 +234,13 @@ def table_of(title, gathered):
                   for group in groups]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def with_accuracy(figures: dict) -> dict:
+    """``figures`` plus ``valid_accuracy``, the token accuracy (%) of the last validation of its curve,
+    where the run logged one (``--report-accuracy``)."""
+    last = (figures.get(CURVE) or [{}])[-1]
+    return dict(figures, valid_accuracy=last["accuracy"]) if "accuracy" in last else figures
 
 
 # the headline metrics of each kind of table, (key, label, higher is better)
@@ -323,18 +332,18 @@ def load_records(path: Path) -> Dict[str, dict]:
 RunDirs = Union[str, Path, Sequence[Union[str, Path]]]
 
 
-def gather(runs: Sequence[Tuple[str, RunDirs]], records: Optional[Dict[str, dict]] = None
-           ) -> List[Tuple[str, Dict[str, dict]]]:
+def gather(runs: Sequence[Tuple[str, RunDirs]], records: Optional[Dict[str, dict]] = None,
+           records_only: bool = False) -> List[Tuple[str, Dict[str, dict]]]:
     """``[(name, {run_dir: record})]``: each run directory read here (:func:`read_run`, whose figures
-    include the validation curve) when it
-    exists, else its record of the same run name from ``records`` (:func:`load_records`); one that
-    is in neither raises :class:`MissingRun`."""
+    include the validation curve) when it exists (and not ``records_only``), else its record of the
+    same run name from ``records`` (:func:`load_records`); one that is in neither raises
+    :class:`MissingRun`."""
     out = []
     for name, dirs in runs:
         dirs = [dirs] if isinstance(dirs, (str, Path)) else list(dirs)
         got = {}
         for d in map(Path, dirs):
-            if d.is_dir():
+            if d.is_dir() and not records_only:
                 got[str(d)] = read_run(d)
             elif records is not None and d.name in records:
                 got[str(d)] = records[d.name]

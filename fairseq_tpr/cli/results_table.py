@@ -49,13 +49,18 @@ def main(argv=None):
     parser.add_argument("--curves", metavar="PNG", type=Path, help="also draw every run's validation curve to PNG")
     parser.add_argument("--compare", metavar="NAME",
                         help="after the table, every other row against row NAME: difference, Welch's p, seeds ahead")
+    parser.add_argument("--comparison-only", action="store_true",
+                        help="with --compare: print the comparison without the table above it")
     parser.add_argument("--records", metavar="FILE", type=Path,
                         help="a --json output: runs not on this machine are read from it, by run directory name")
+    parser.add_argument("--records-only", action="store_true",
+                        help="read every run from --records, also where its directory exists here (the tables "
+                             "of docs/results.md, which fairseq-tpr-doc-tables rebuilds from the committed records)")
     parser.add_argument("--list-records", action="store_true",
                         help="print the run names --records holds, one per line, and stop")
     args = parser.parse_args(argv)
-    if args.list_records and not args.records:
-        parser.error("--list-records needs --records FILE")
+    if (args.list_records or args.records_only) and not args.records:
+        parser.error("--list-records and --records-only need --records FILE")
     if not args.runs and not args.list_records:
         parser.error("give at least one NAME=RUN_DIR[,RUN_DIR...]")
     runs = []
@@ -76,11 +81,12 @@ def main(argv=None):
         if args.list_records:
             print("\n".join(sorted(records)))
             return 0
-        gathered = gather(runs, records)
+        gathered = gather(runs, records, records_only=args.records_only)
     except MissingRun as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    print(table_of(args.title, gathered))
+    if not (args.compare and args.comparison_only):
+        print(table_of(args.title, gathered))
     if args.compare:
         if args.compare not in dict(gathered):
             print(f"error: --compare {args.compare}: no row of that name (rows: {', '.join(n for n, _ in gathered)})",
@@ -88,7 +94,7 @@ def main(argv=None):
             return 1
         compared = comparison_of(gathered, args.compare)
         if compared:  # a table of the baseline alone (the other rows' runs not finished yet) has nothing to compare
-            print("\n" + compared)
+            print(compared if args.comparison_only else "\n" + compared)
     for out in (args.json, args.curves):
         if out:
             Path(out).parent.mkdir(parents=True, exist_ok=True)
