@@ -276,7 +276,7 @@ def _by_seed(records_of: Dict[str, dict]) -> Dict[str, dict]:
 
 def comparison_of(gathered, baseline: str) -> str:
     """Markdown: each row of :func:`gather`'s result against row ``baseline`` on the headline metrics of
-    the table's kind and the validation loss: the difference of the means (row - baseline), Welch's
+    the table's kind and the validation loss (and, for mathematics, every module): the difference of the means (row - baseline), Welch's
     two-sided p over the seeds ("-" with fewer than 2 seeds a side) and the seeds, paired by seed
     number, in which the row is ahead. Empty when ``baseline`` is not a row or the only one."""
     rows = dict(gathered)
@@ -285,6 +285,10 @@ def comparison_of(gathered, baseline: str) -> str:
     every = [f for records_of in rows.values() for f in records_of.values()]
     kind = next((k for k, metrics in HEADLINE.items() if any(m in f for f in every for m, _, _ in metrics)), None)
     metrics = (HEADLINE[kind] if kind else []) + [("valid_loss", "valid loss", False)]
+    if kind == "math":  # and every module of each split
+        metrics += [(key, f"{key.split('/')[0][:6]}. {key.split('/', 1)[1]} (%)", True)
+                    for split in ("interpolate", "extrapolate")
+                    for key in sorted({k for f in every for k in f if k.startswith(split + "/")} - {split + "/mean"})]
     base = _by_seed(rows[baseline])
     lines = [f"**Against {baseline}** (difference of the means; Welch's t-test over the seeds, two-sided p; "
              "seeds, paired by seed number, in which the row is ahead)", "",
@@ -303,8 +307,15 @@ def comparison_of(gathered, baseline: str) -> str:
             ahead = sum((mine[s][key] > base[s][key]) == higher and mine[s][key] != base[s][key] for s in paired)
             diff = statistics.mean(a) - statistics.mean(b)
             lines.append(f"| {name} | {label} | {diff:+.{3 if key == 'valid_loss' else 2}f} | "
-                         f"{'-' if p is None else f'{p:.2f}'} | {ahead} of {len(paired)} |")
+                         f"{_p(p)} | {ahead} of {len(paired)} |")
     return "\n".join(lines)
+
+
+def _p(p: Optional[float]) -> str:
+    """A p-value as the tables write it: two decimals, "< 0.01" below 0.005, "-" when undefined."""
+    if p is None:
+        return "-"
+    return "< 0.01" if p < 0.005 else f"{p:.2f}"
 
 
 class MissingRun(ValueError):
