@@ -38,8 +38,11 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="fairseq-tpr-extractive-table", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n\n".join(__doc__.split("\n\n")[1:]))
-    p.add_argument("checkpoints", nargs="+", metavar="[NAME=]CHECKPOINT")
-    p.add_argument("--data", required=True)
+    p.add_argument("checkpoints", nargs="*", metavar="[NAME=]CHECKPOINT")
+    p.add_argument("--data", help="the data directory of the table (required unless --from-json)")
+    p.add_argument("--from-json", type=Path, metavar="JSON",
+                   help="print the table that a --json of this command recorded, scoring nothing (the records of "
+                        "docs/results.md)")
     p.add_argument("--split", default="test")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--k", type=int)
@@ -55,6 +58,12 @@ def main(argv=None):
                    help="two more columns: documents whose selection holds unit 1, and selected units that the "
                         "oracle also picks (both in percent)")
     args = p.parse_args(argv)
+    if args.from_json:
+        if args.checkpoints or args.data:
+            p.error("--from-json prints a recorded table: give no checkpoints and no --data")
+        return print_recorded(args.from_json, args.selection_stats, p.error)
+    if not args.checkpoints or not args.data:
+        p.error("give --data and at least one [NAME=]CHECKPOINT (or --from-json JSON)")
     if any(x is not None and x < 1 for x in (args.k, args.words, args.max_summary_words)):
         p.error("--k, --words and --max-summary-words must be positive")
     if args.words is not None and (args.max_summary_words is not None or args.with_dependencies):
@@ -89,9 +98,7 @@ def main(argv=None):
                                   max_words=args.max_summary_words, requires=requires)
     rows = group_runs(runs_out, p.error)
     seeds = max(r["n"] for r in rows)
-    how = (f"{args.words}-word budget" if args.words else f"top {k}"
-           + (f" or {args.max_summary_words} words" if args.max_summary_words else "")
-           + (", each with the units it needs" if requires is not None else ""))
+    how = _selection(k, args.words, args.max_summary_words, requires is not None)
     print(f"{args.split} split of {data} ({len(texts)} documents, {meta.get('unit', '?')} units, "
           f"{how}); scorer: {res.label}"
           f"{' (ROUGE-L = ROUGE-Lsum, summary-level)' if args.metric == 'rouge' else ' (files2rouge settings)'}"
@@ -103,6 +110,29 @@ def main(argv=None):
                                                "max_summary_words": args.max_summary_words,
                                                "with_dependencies": args.with_dependencies,
                                                "scorer": res.label, "settings": res.settings, "rows": rows}, indent=1))
+    return 0
+
+
+def _selection(k, words, max_words, with_dependencies) -> str:
+    return (f"{words}-word budget" if words else f"top {k}" + (f" or {max_words} words" if max_words else "")
+            + (", each with the units it needs" if with_dependencies else ""))
+
+
+def print_recorded(path: Path, selection_stats: bool, error) -> int:
+    """The table of a ``--json`` record: its header from the recorded settings, its rows as recorded."""
+    try:
+        record = json.loads(path.read_text())
+        rows = record["rows"]
+    except (OSError, ValueError, KeyError) as e:
+        error(f"{path} is not a --json record of this command ({e})")
+    from fairseq_tpr.scoring.extractive import markdown_table  # after the arguments: imports torch
+
+    how = _selection(record["k"], record.get("words"), record.get("max_summary_words"), record.get("with_dependencies"))
+    seeds = max(r["n"] for r in rows)
+    print(f"{record['split']} split of {record['data']} ({how}); scorer: {record['scorer']}"
+          + ("; rows with (n=N) are the mean +- sample std (n-1) of N runs with the same name (seeds)"
+             if seeds > 1 else "") + f" (from the record {path})\n")
+    print(markdown_table(rows, selection_stats))
     return 0
 
 

@@ -31,6 +31,12 @@
 #    against random trees, the difference and Welch's p over the seeds; the models that do not read
 #    the tree must come out the same in both).
 #
+# RECORDS=PREFIX rebuilds the tables from committed records instead and trains nothing: the two tables
+# from PREFIX_rst_table.json and PREFIX_random_table.json (the --json of stage 6) and the comparison,
+# into RUN_DIR/{tree,random}/table.md and RUN_DIR/compare.md, e.g.
+#   RECORDS=docs/img/manpages bash recipes/extractive/manpages.sh runs/manpages-table
+# (the records keep every run's figures, not its validation curve: the curves are the committed PNGs).
+#
 # Time with the defaults on 2 idle cores (estimates, docs/extractive.md "The experiment in one
 # command"): corpus about 10 min; RST parse of 1,254 pages about 53 min (0.16 CPU-s per EDU, about
 # 31 EDUs per page after the cut at 20 sentences, 2 workers); data 10-15 min; 54 trainings about
@@ -66,6 +72,18 @@ SAMPLE_ARGS=(--train "$TRAIN_DOCS" --valid "$VALID_DOCS" --test "$TEST_DOCS" --s
 [[ $MAX_SENTENCES == all ]] || SAMPLE_ARGS+=(--max-sentences "$MAX_SENTENCES")
 stamp() { echo "[$(date -u +%H:%M:%S)] $*"; }
 mkdir -p "$RUN"
+
+if [[ -n ${RECORDS:-} ]]; then  # the tables from the records, nothing trained
+    for kind in tree random; do
+        rec=${RECORDS}_$([[ $kind == tree ]] && echo rst || echo random)_table.json
+        [[ -f $rec ]] || { echo "error: RECORDS=$RECORDS: $rec is missing" >&2; exit 1; }
+        mkdir -p "$RUN/$kind"
+        "$BIN/python" -m fairseq_tpr.cli.extractive_table --from-json "$rec" --selection-stats | tee "$RUN/$kind/table.md"
+    done
+    "$BIN/python" -m fairseq_tpr.cli.extractive_compare "${RECORDS}_rst_table.json" "${RECORDS}_random_table.json" \
+        --labels "RST trees" "random trees" | tee "$RUN/compare.md"
+    exit 0
+fi
 
 # 1. corpus
 if [[ ! -f "$CORPUS/test.jsonl" ]]; then
