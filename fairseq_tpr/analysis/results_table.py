@@ -285,6 +285,8 @@ def comparison_of(gathered, baseline: str) -> str:
     every = [f for records_of in rows.values() for f in records_of.values()]
     kind = next((k for k, metrics in HEADLINE.items() if any(m in f for f in every for m, _, _ in metrics)), None)
     metrics = (HEADLINE[kind] if kind else []) + [("valid_loss", "valid loss", False)]
+    if kind == "caption":  # the decoded checkpoint's loss too
+        metrics.append(("best_valid_loss", "best valid loss", False))
     if kind == "math":  # and every module of each split
         metrics += [(key, f"{key.split('/')[0][:6]}. {key.split('/', 1)[1]} (%)", True)
                     for split in ("interpolate", "extrapolate")
@@ -306,7 +308,7 @@ def comparison_of(gathered, baseline: str) -> str:
             paired = [s for s in mine if s in base and key in mine[s] and key in base[s]]
             ahead = sum((mine[s][key] > base[s][key]) == higher and mine[s][key] != base[s][key] for s in paired)
             diff = statistics.mean(a) - statistics.mean(b)
-            lines.append(f"| {name} | {label} | {diff:+.{3 if key == 'valid_loss' else 2}f} | "
+            lines.append(f"| {name} | {label} | {diff:+.{3 if key.endswith('valid_loss') or key.startswith('caption/') else 2}f} | "
                          f"{_p(p)} | {ahead} of {len(paired)} |")
     return "\n".join(lines)
 
@@ -322,14 +324,20 @@ class MissingRun(ValueError):
     """A run directory that is neither on this machine nor in the records."""
 
 
-def load_records(path: Path) -> Dict[str, dict]:
+def load_records(path: Path, section: Optional[str] = None) -> Dict[str, dict]:
     """``{run name: record}`` from a JSON written by ``--json`` of the CLI (:func:`gather`'s result), the run
     name being the last component of the run directory it was written from (``transformer-s2``).
-    Files written before records held curves read as records without ``"valid_curve"``."""
+    Files written before records held curves read as records without ``"valid_curve"``. ``section``:
+    a file that keeps several tables under a name each (``docs/img/tuxpaint_runs.json``: one per
+    split) gives that table's records."""
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise MissingRun(f"cannot read the run records {path}: {e}") from e
+    if section is not None:
+        if section not in data:
+            raise MissingRun(f"{path} has no section {section!r} (it has {', '.join(map(repr, data))})")
+        data = data[section]
     out: Dict[str, dict] = {}
     for name, runs in data.items():
         for run_dir, record in runs.items():

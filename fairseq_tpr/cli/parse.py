@@ -101,6 +101,8 @@ def get_parser():
     tb.add_argument("rows", nargs="+", metavar="NAME=RESULTS.json[,RESULTS.json...]")
     tb.add_argument("--split", default="test")
     tb.add_argument("--title", default="parser F1")
+    tb.add_argument("--records", type=Path, metavar="JSON",
+                    help="rows name runs of this record ({run: results}, e.g. docs/img/parse_shapes_runs.json)")
     return p
 
 
@@ -232,16 +234,25 @@ def _score(args):
 def _table(parser, args):
     from fairseq_tpr.grammar.parser import seed_table
 
+    record = json.loads(args.records.read_text(encoding="utf-8")) if args.records else None
     rows = []
     for item in args.rows:
         name, sep, paths = item.partition("=")
-        files = [Path(x) for x in paths.split(",") if x]
+        files = [x for x in paths.split(",") if x]
         if not sep or not files:
-            parser.error(f"'{item}' is not NAME=RESULTS.json[,RESULTS.json...]")
-        missing = [str(f) for f in files if not f.is_file()]
+            parser.error(f"'{item}' is not NAME=RESULTS.json[,RESULTS.json...] (with --records: NAME=RUN[,RUN...])")
+        if record is not None:  # run names in the record
+            missing = [f for f in files if f not in record]
+            if missing:
+                parser.error(f"{name}: not in {args.records}: {', '.join(missing)} (it holds {', '.join(record)})")
+            # a record keeps each split's scores under the split's name; results.json lists them under "splits"
+            rows.append((name, [{"splits": [{"split": k, **v} for k, v in record[f].items()
+                                            if isinstance(v, dict) and "f1" in v]} for f in files]))
+            continue
+        missing = [f for f in files if not Path(f).is_file()]
         if missing:
             parser.error(f"{name}: no such results file: {', '.join(missing)}")
-        rows.append((name, [json.loads(f.read_text(encoding="utf-8")) for f in files]))
+        rows.append((name, [json.loads(Path(f).read_text(encoding="utf-8")) for f in files]))
     print(seed_table(rows, args.split, args.title))
     return 0
 

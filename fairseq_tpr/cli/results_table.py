@@ -53,6 +53,8 @@ def main(argv=None):
                         help="with --compare: print the comparison without the table above it")
     parser.add_argument("--records", metavar="FILE", type=Path,
                         help="a --json output: runs not on this machine are read from it, by run directory name")
+    parser.add_argument("--records-section", metavar="NAME",
+                        help="the table NAME of a --records file that keeps several (docs/img/tuxpaint_runs.json)")
     parser.add_argument("--records-only", action="store_true",
                         help="read every run from --records, also where its directory exists here (the tables "
                              "of docs/results.md, which fairseq-tpr-doc-tables rebuilds from the committed records)")
@@ -77,7 +79,7 @@ def main(argv=None):
     from fairseq_tpr.analysis.results_table import MissingRun, comparison_of, curves, gather, load_records, table_of
 
     try:
-        records = load_records(args.records) if args.records else None
+        records = load_records(args.records, args.records_section) if args.records else None
         if args.list_records:
             print("\n".join(sorted(records)))
             return 0

@@ -548,12 +548,13 @@ def seed_table(rows: List[tuple], split: str = "test", title: str = "parser F1 o
     """Markdown: one row per ``(name, [results.json dicts])``: F1, P, R and the gold-z F1 of
     ``split``, mean ± sample sd over the runs (seeds)."""
     lines = [f"### {title} ({split}, EVALB COLLINS.prm, mean ± sd over runs)", "",
-             "| parser input | runs | F1 | precision | recall | F1 with gold z_k |", "|---|---:|---:|---:|---:|---:|"]
+             "| parser input | runs | F1 | precision | recall | complete match | F1 with gold z_k |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for name, results in rows:
         got = [next((r for r in res["splits"] if r["split"] == split), None) for res in results]
         got = [g for g in got if g is not None]
         gold = [g["gold_segments"]["f1"] for g in got if g.get("gold_segments")]
         lines.append(f"| {name} | {len(got)} | {_mean_sd([g['f1'] for g in got])} | "
                      f"{_mean_sd([g['precision'] for g in got])} | {_mean_sd([g['recall'] for g in got])} | "
-                     f"{_mean_sd(gold)} |")
+                     f"{_mean_sd([g['complete_match'] for g in got if 'complete_match' in g])} | {_mean_sd(gold)} |")
     return "\n".join(lines)
