@@ -223,7 +223,7 @@ def table_of(title, gathered):
             for module in modules + (["mean"] if modules else []):
                 groups.append([f"{split}/{module}"])
                 head.append(f"{split[:6]}. {module} (%)")
-    else:
+    elif any("bleu" in f for f in every):
         groups = [["bleu"]]
         head.append("sacreBLEU")
     lines = [f"**{title}**", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
