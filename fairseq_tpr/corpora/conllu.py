@@ -143,7 +143,7 @@ def package_conllu_files(package: str = TURKISH_PACKAGE) -> List[Path]:
 def pos_table(rows: Sequence[tuple], title: str, split: str = "test") -> str:
     """Markdown: token / OOV / ambiguous accuracy (%) as mean ± sd over the results files of each row.
 
-    ``rows``: ``(name, [results.json paths])``."""
+    ``rows``: ``(name, [results.json paths, or results already read])``."""
     def cell(values):
         values = [100 * v for v in values if v is not None]
         if not values:
@@ -158,7 +158,7 @@ def pos_table(rows: Sequence[tuple], title: str, split: str = "test") -> str:
     for name, paths in rows:
         found = []
         for p in paths:
-            result = json.loads(Path(p).read_text(encoding="utf-8"))
+            result = p if isinstance(p, dict) else json.loads(Path(p).read_text(encoding="utf-8"))
             r = [x for x in result["splits"] if x["split"] == split]
             if not r:
                 raise InputError(f"{p}: no {split!r} split in the results")
@@ -186,14 +186,23 @@ def main(argv=None):
     t.add_argument("rows", nargs="+", metavar="NAME=RESULTS.json[,RESULTS.json...]")
     t.add_argument("--title", default="POS tagging")
     t.add_argument("--split", default="test")
+    t.add_argument("--records", type=Path, metavar="JSON",
+                   help="rows name runs of this record ({run: results}, e.g. docs/img/pos_turkish_runs.json)")
     args = parser.parse_args(argv)
     if args.cmd == "table":
+        record = json.loads(args.records.read_text(encoding="utf-8")) if args.records else None
         rows = []
         for r in args.rows:
             name, eq, paths = r.partition("=")
             if not eq or not paths:
-                parser.error(f"{r!r} is not NAME=RESULTS.json[,...]")
-            rows.append((name, paths.split(",")))
+                parser.error(f"{r!r} is not NAME=RESULTS.json[,...] (with --records: NAME=RUN[,RUN...])")
+            if record is not None:
+                missing = [x for x in paths.split(",") if x not in record]
+                if missing:
+                    parser.error(f"{name}: not in {args.records}: {', '.join(missing)}")
+                rows.append((name, [record[x] for x in paths.split(",")]))
+            else:
+                rows.append((name, paths.split(",")))
         print(pos_table(rows, args.title, args.split), end="")
         return
     try:
