@@ -85,3 +85,21 @@ def test_manpages_recipe_smallest_setting(tmp_path):
     compare = {r["model"]: r for r in json.loads((run / "compare.json").read_text())["rows"]}
     assert compare["Lead-1"]["same"] and compare["Oracle"]["same"] and compare["C-Tree"]["tree"]
     assert "| C-Tree |" in (run / "compare.md").read_text()
+
+
+def test_records_rebuild_the_tables_without_training(tmp_path):
+    """RECORDS=docs/img/manpages: both tables and the comparison from the committed records (the
+    blocks of docs/results.md), no corpus, no training."""
+    run = tmp_path / "run"
+    proc = subprocess.run(["bash", str(REPO / "recipes/extractive/manpages.sh"), str(run)], cwd=REPO,
+                          env={**cli_env(), "RECORDS": "docs/img/manpages", "FAIRSEQ_BIN": str(VENV_BIN)},
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    tree, random = (run / "tree" / "table.md").read_text(), (run / "random" / "table.md").read_text()
+    assert "| C-Tree (n=3) | 23.26 ± 1.31 |" in tree and "| C-Tree (n=3) | 22.52 ± 0.40 |" in random
+    assert "| C-Tree | 23.26 ± 1.31 | 22.52 ± 0.40 | +0.75 (0.43) |" in (run / "compare.md").read_text()
+    assert not (run / "corpus").exists() and not (run / "raw").exists()
+    proc = subprocess.run(["bash", str(REPO / "recipes/extractive/manpages.sh"), str(tmp_path / "x")], cwd=REPO,
+                          env={**cli_env(), "RECORDS": "docs/img/nothing", "FAIRSEQ_BIN": str(VENV_BIN)},
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "docs/img/nothing_rst_table.json is missing" in proc.stderr

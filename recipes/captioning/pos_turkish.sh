@@ -18,7 +18,8 @@
 #
 # Writes OUT_DIR/data/ ({split}.conllu, {split}.txt, split.json), OUT_DIR/autoencoder/ (data,
 # checkpoint, train.log), OUT_DIR/autoencoder_curve.png, OUT_DIR/unbinding/{split}.npz, OUT_DIR/tagger/{u,words}-s<seed>/
-# (checkpoint_best.pt, results.json, scores.md, train.log) and OUT_DIR/results.md.
+# (checkpoint_best.pt, results.json, scores.md, train.log), OUT_DIR/results.md and OUT_DIR/runs.json (the
+# record: every run's results and validation curve, the autoencoder's curve; docs/img/pos_turkish_runs.json).
 set -euo pipefail
 OUT=${1:-runs/pos-turkish}
 SEEDS=${SEEDS:-1 2 3}
@@ -97,3 +98,25 @@ done
 join() { local IFS=,; echo "$*"; }
 "$BIN/python" -m fairseq_tpr.corpora.conllu table --title "ATPL POS tagger on the Turkish treebanks (turkish-treebanks 1.0.0)" \
     "u_t (ATPL autoencoder)=$(join "${u_runs[@]}")" "word embeddings=$(join "${w_runs[@]}")" | tee "$OUT/results.md"
+
+# 6. the record (docs/img/pos_turkish_runs.json): every tagger run's results.json with its validation
+# curve (train.log's epoch lines) and the autoencoder's validation curve; the table rebuilds from it
+# (python -m fairseq_tpr.corpora.conllu table --records OUT/runs.json NAME=u-s1,u-s2,...)
+"$BIN/python" - "$OUT" <<'PY'
+import json, re, sys
+from pathlib import Path
+from fairseq_tpr.analysis.learning_curve import parse_valid_lines
+out = Path(sys.argv[1])
+epoch = re.compile(r"^epoch (\d+): train loss ([\d.]+) \| valid loss ([\d.]+) \| valid accuracy ([\d.]+)%", re.M)
+record = {}
+for run in sorted((out / "tagger").iterdir()):
+    if (run / "results.json").is_file():
+        result = json.loads((run / "results.json").read_text())
+        result.pop("u_files", None), result.pop("tag_files", None), result.pop("checkpoint", None)
+        result["valid_curve"] = [{"epoch": int(e), "train_loss": float(t), "valid_loss": float(v), "valid_accuracy": float(a)}
+                                 for e, t, v, a in epoch.findall((run / "train.log").read_text())]
+        record[run.name] = result
+record["autoencoder"] = {"valid_curve": parse_valid_lines((out / "autoencoder" / "train.log").read_text())}
+(out / "runs.json").write_text(json.dumps(record, indent=1) + "\n")
+print(f"wrote {out / 'runs.json'} ({len(record) - 1} tagger runs and the autoencoder's curve)")
+PY
