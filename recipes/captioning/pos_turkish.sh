@@ -18,8 +18,9 @@
 #
 # Writes OUT_DIR/data/ ({split}.conllu, {split}.txt, split.json), OUT_DIR/autoencoder/ (data,
 # checkpoint, train.log), OUT_DIR/autoencoder_curve.png, OUT_DIR/unbinding/{split}.npz, OUT_DIR/tagger/{u,words}-s<seed>/
-# (checkpoint_best.pt, results.json, scores.md, train.log), OUT_DIR/results.md and OUT_DIR/runs.json (the
-# record: every run's results and validation curve, the autoencoder's curve; docs/img/pos_turkish_runs.json).
+# (checkpoint_best.pt, results.json, scores.md, train.log), OUT_DIR/results.md, OUT_DIR/runs.json (the
+# record: every run's results and validation curve, the autoencoder's curve; docs/img/pos_turkish_runs.json)
+# and OUT_DIR/tagger_curves.png (drawn from it; docs/img/pos_turkish_tagger_curves.png).
 set -euo pipefail
 OUT=${1:-runs/pos-turkish}
 SEEDS=${SEEDS:-1 2 3}
@@ -119,4 +120,10 @@ for run in sorted((out / "tagger").iterdir()):
 record["autoencoder"] = {"valid_curve": parse_valid_lines((out / "autoencoder" / "train.log").read_text())}
 (out / "runs.json").write_text(json.dumps(record, indent=1) + "\n")
 print(f"wrote {out / 'runs.json'} ({len(record) - 1} tagger runs and the autoencoder's curve)")
+# the taggers' validation curves, drawn from the record (docs/img/pos_turkish_tagger_curves.png)
+from fairseq_tpr.analysis.learning_curve import plot_curves
+curves = {("u_t" if name.startswith("u-") else "words") + " seed " + name.split("-s")[-1]:
+          [{"epoch": c["epoch"], "loss": c["valid_loss"], "accuracy": c["valid_accuracy"]} for c in r["valid_curve"]]
+          for name, r in record.items() if name != "autoencoder"}
+print("wrote", plot_curves(curves, out / "tagger_curves.png", "Turkish POS tagger: validation"))
 PY
