@@ -5,7 +5,7 @@ Use with ``--user-dir fairseq_tpr`` (or ``import fairseq_tpr``).
 Registration, :func:`register`: registers every architecture, criterion, task and scorer with
 fairseq explicitly (fairseq's ``--user-dir`` only imports ``models/`` and ``tasks/`` by itself),
 lets fairseq checkpoints load under torch's default ``weights_only=True`` loading
-(``checkpoint_safety.py``) and fixes the fairseq bugs listed in ``fairseq_fixes.py``. It runs once
+(``checkpoint_safety.py``) and fixes the fairseq bugs listed in ``fairseq_fixes/``. It runs once
 per process, always together with fairseq, never without it:
 
 * ``import fairseq_tpr`` when fairseq is already imported (``fairseq-train --user-dir
@@ -64,7 +64,7 @@ def register() -> None:
         _allow_fairseq_checkpoints()
         from .fairseq_fixes import apply_all as apply_fairseq_fixes
 
-        apply_fairseq_fixes()  # fairseq bugs that change results (see fairseq_fixes.py)
+        apply_fairseq_fixes()  # fairseq bugs that change results (see fairseq_fixes/)
         from . import criterions, models  # noqa: F401  (registration)
         from . import scoring  # noqa: F401  (registers --scoring rouge)
         from . import tasks  # noqa: F401

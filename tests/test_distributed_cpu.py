@@ -1,4 +1,4 @@
-"""Data-parallel training on CPU (the launch fixes of ``fairseq_tpr/fairseq_fixes.py``).
+"""Data-parallel training on CPU (the launch fixes of ``fairseq_tpr/fairseq_fixes/``).
 
 End to end: 2 processes x ``--max-tokens 100`` must follow 1 process x ``--max-tokens 100
 --update-freq 2`` to 1e-5 in every per-update loss and every final parameter (dropout 0). The

@@ -1,4 +1,4 @@
-"""fairseq fixes (fairseq_tpr/fairseq_fixes.py): Python n-gram blocking (CPU path of --no-repeat-ngram-size) sees
+"""fairseq fixes (fairseq_tpr/fairseq_fixes/): Python n-gram blocking (CPU path of --no-repeat-ngram-size) sees
 the generated tokens; float64 softmax; --bf16 on a GPU without torch_xla, and half precision on the CPU."""
 import pytest
 import torch

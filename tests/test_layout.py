@@ -5,7 +5,7 @@ included: a lazy import is still a dependency) and resolved to the room it lands
 (the one-way flow raw corpus -> corpora/ -> data-bin -> data/ -> models/ -> scoring/ / analysis/
 -> tables and plots, with the building blocks below and the console scripts on top):
 
-    0  errors.py, fairseq_fixes.py, checkpoint_io.py, checkpoint_safety.py, checkpoint_average.py,
+    0  errors.py, fairseq_fixes/, checkpoint_io.py, checkpoint_safety.py, checkpoint_average.py,
        multi_tensor_adam.py (package root)
     1  modules/
     2  data/

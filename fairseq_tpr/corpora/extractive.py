@@ -81,7 +81,6 @@ right-branching tree are cut; RST trees cannot be cut).
 """
 import argparse
 import contextlib
-import importlib
 import json
 import os
 import random
@@ -95,6 +94,7 @@ import numpy as np
 
 from ..data.extractive_dataset import SplitWriter
 from ..errors import ConfigError, InputError
+from ..fairseq_fixes.third_party import hide_broken_torchaudio
 from ..modules.tree_attention import (DEPENDENCY_CONVERSIONS, NUCLEUS, random_tree, right_branching_tree,
                                       tree_to_arrays)
 from .rawio import read_lines, read_text
@@ -176,28 +176,6 @@ class HashEncoder:
                 out[i, h % self.dim] += 1.0 if (h >> 16) & 1 else -1.0
         norm = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norm, 1e-9)
-
-
-def hide_broken_torchaudio():
-    """Tell ``transformers`` that torchaudio is absent when it is installed but cannot be imported.
-
-    fairseq pins a torchaudio (2.11 here) whose C extension does not load with our torch (2.13),
-    and ``transformers`` imports torchaudio whenever it is installed, so loading the sentence
-    encoder fails with ``OSError: Could not load this library: .../_torchaudio.abi3.so``. Nothing
-    here needs audio: when ``import torchaudio`` fails, ``transformers``'s availability check is
-    replaced by one that says False (both places it is looked up), so it never imports it. When
-    torchaudio imports fine, nothing is changed. Returns True when the check was replaced.
-    """
-    try:  # a probe of what fairseq installed, not a dependency: nothing here uses torchaudio
-        importlib.import_module("torchaudio")
-        return False
-    except Exception:  # OSError from the C extension, or anything else a broken install raises
-        import transformers.utils as tu
-        import transformers.utils.import_utils as iu
-
-        iu.is_torchaudio_available = lambda: False
-        tu.is_torchaudio_available = lambda: False
-        return True
 
 
 class MiniLMEncoder:

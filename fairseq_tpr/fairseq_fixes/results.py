@@ -1,0 +1,99 @@
+"""fairseq bugs that change results: float64 rounded to float32, and a resumed run that differs from
+the straight one.
+"""
+import torch
+import torch.nn.functional as F
+
+
+def fix_float64_softmax() -> None:
+    """``fairseq/utils.py`` lines 514-525 (``softmax``, ``log_softmax``) always return float32:
+    ``F.softmax(x, dim=dim, dtype=torch.float32)``. That is right for fp16/bf16, but a float64
+    model (``model.double()``) gets its attention weights (``MultiheadAttention``'s hand-written
+    path, used in incremental decoding) and its output distribution (``get_normalized_probs``,
+    used by beam search) rounded to float32, so incremental and full decoding, or batch 1 and
+    batch N, differ by 1e-7 instead of 1e-16. We compute in float64 when the input is float64
+    and leave every other dtype to fairseq's code."""
+    from fairseq import utils
+
+    for name in ("softmax", "log_softmax"):
+        original = getattr(utils, name)
+        if getattr(original, "fairseq_tpr_fixed", False):
+            continue
+
+        def keeps_float64(x, dim: int, onnx_trace: bool = False, _original=original, _name=name):
+            if x.dtype == torch.float64 and not onnx_trace:
+                return getattr(F, _name)(x, dim=dim)
+            return _original(x, dim, onnx_trace=onnx_trace)
+
+        keeps_float64.fairseq_tpr_fixed = True
+        keeps_float64.fairseq_tpr_original = original
+        keeps_float64.__doc__ = original.__doc__
+        setattr(utils, name, keeps_float64)
+
+
+
+
+def fix_resume_epoch_iterator() -> None:
+    """``fairseq/checkpoint_utils.py`` line 287 (``load_checkpoint``) resumes with
+    ``trainer.get_train_iterator(epoch=itr_state["epoch"])`` and ``fairseq/tasks/fairseq_task.py``
+    lines 277-318 (``get_batch_iterator``) then build the batches of a new ``EpochBatchIterator``
+    with ``numpy_seed(seed + epoch)`` (the order of equal-length sentences, hence which sentences
+    share a batch) for the resumed epoch ``e``. A straight run builds that iterator once, in epoch
+    1, and reuses it in every later epoch (``dataset_to_epoch_iter``, ``can_reuse_epoch_itr``):
+    its frozen batches are epoch 1's, shuffled per epoch with ``self.seed + epoch``
+    (``fairseq/data/iterators.py`` ``ordered_batches``). So a run resumed in epoch 2 or later
+    (``EpochBatchIterator.load_state_dict`` fast-forwards through the wrong batches) trains on
+    other batches than the straight run from the first resumed update on; resumed in epoch 1 it
+    happens to agree. With ``--update-ordered-indices-seed`` the iterator's seed also was
+    ``seed + e`` instead of ``seed + 1``.
+
+    We build such an iterator as the straight run does, for epoch 1 (same seeds, same frozen
+    batches, same dummy batch), then set its epoch and the dataset's epoch to ``e`` as fairseq
+    would; ``load_state_dict`` then fast-forwards to the saved position. Iterators that are not
+    reused across epochs are left alone, because there fairseq rebuilds every epoch's batches
+    with that epoch's seed in both runs: sharded data, ``--update-epoch-batch-itr``,
+    ``rebuild_batches``, datasets with ``can_reuse_epoch_itr_across_epochs = False`` and tasks
+    that override ``get_batch_iterator``. Torch's RNG needs no fix: ``Trainer.train_step``
+    reseeds it with ``seed + num_updates`` before every update (``fairseq/trainer.py`` line
+    1374). Test: ``tests/test_resume.py``."""
+    import logging
+
+    from fairseq.tasks import FairseqTask
+    from fairseq.trainer import Trainer
+
+    logger = logging.getLogger("fairseq.trainer")  # fairseq's own message, from its logger
+
+    original = Trainer.get_train_iterator
+    if getattr(original, "fairseq_tpr_fixed", False):
+        return
+
+    def get_train_iterator(self, epoch, combine=True, load_dataset=True, data_selector=None,
+                           shard_batch_itr=True, disable_iterator_cache=False):
+        if epoch <= 1 or type(self.task).get_batch_iterator is not FairseqTask.get_batch_iterator:
+            return original(self, epoch, combine, load_dataset, data_selector, shard_batch_itr,
+                            disable_iterator_cache)
+        if load_dataset:  # as fairseq's get_train_iterator does, before looking at the dataset
+            logger.info("loading train data for epoch {}".format(epoch))
+            self.task.load_dataset(self.cfg.dataset.train_subset, epoch=epoch, combine=combine,
+                                   data_selector=data_selector, tpu=self.tpu)
+        dataset = self.task.dataset(self.cfg.dataset.train_subset)
+        reused_across_epochs = (
+            not disable_iterator_cache
+            and not self.cfg.dataset.update_epoch_batch_itr
+            and self.task.can_reuse_epoch_itr(dataset)
+            and not getattr(self.task.cfg, "rebuild_batches", False)
+            and not self.task.has_sharded_data(self.cfg.dataset.train_subset)
+        )
+        if not reused_across_epochs or dataset in getattr(self.task, "dataset_to_epoch_iter", {}):
+            return original(self, epoch, combine, False, data_selector, shard_batch_itr,
+                            disable_iterator_cache)
+        epoch_itr = original(self, 1, combine, False, data_selector, shard_batch_itr,
+                             disable_iterator_cache)
+        epoch_itr.epoch = epoch  # what EpochBatchIterator(epoch=epoch) would have set
+        dataset.set_epoch(epoch)
+        return epoch_itr
+
+    get_train_iterator.fairseq_tpr_fixed = True
+    get_train_iterator.fairseq_tpr_original = original
+    get_train_iterator.__doc__ = original.__doc__
+    Trainer.get_train_iterator = get_train_iterator
