@@ -125,3 +125,58 @@ def test_the_rule_resolves_relative_and_submodule_imports():
 def test_no_room_imports_a_higher_one():
     found = _violations()
     assert not found, "lower rooms importing higher ones (docs/architecture.md):\n" + "\n".join(found)
+
+
+def _graph():
+    """``{module: {modules it imports}}`` over the package's modules (imports inside functions
+    included; ``import fairseq_tpr``, the package itself, left out as above). A package's
+    ``__init__`` is the package's own name."""
+    graph = {}
+    for path in MODULES:
+        name = _module_name(path)
+        graph.setdefault(name, set()).update(t for _, t in _imports(path) if t != "fairseq_tpr" and t != name)
+    return graph
+
+
+def _cycles(graph):
+    """Every import circle as a list of modules (one per strongly connected component of more than
+    one module, Tarjan's algorithm), sorted."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle_inside_the_package():
+    cycles = _cycles(_graph())
+    assert not cycles, "import circles (each room must import one way):\n" + "\n".join(" <-> ".join(c) for c in cycles)

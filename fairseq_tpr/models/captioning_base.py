@@ -18,6 +18,7 @@ from fairseq.models import FairseqEncoder, FairseqEncoderDecoderModel, FairseqIn
 
 from ..errors import ConfigError, InputError
 from .checks import ChecksOptions
+from .captioning_hub import CaptionerHubInterface
 from .hub_entry import plugin_from_pretrained
 
 DEFAULT_MAX_TARGET_POSITIONS = 1024
@@ -154,7 +155,8 @@ class ImageCaptioningModel(ChecksOptions, FairseqEncoderDecoderModel):
         parser.add_argument("--image-feature-dim", type=int, metavar="N",
                             help="size of the image features (set from the task's feature file)")
 
-    from_pretrained = plugin_from_pretrained  # returns the fitting fairseq_tpr.hub interface
+    from_pretrained = plugin_from_pretrained  # returns hub_interface
+    hub_interface = CaptionerHubInterface
 
     @staticmethod
     def base_preset(args):

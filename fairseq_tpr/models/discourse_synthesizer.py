@@ -38,6 +38,7 @@ from fairseq.models import BaseFairseqModel, register_model, register_model_arch
 from ..errors import ConfigError
 from ..modules.synthesizer_attention import ATTENTIONS
 from .checks import ChecksOptions
+from .discourse_synthesizer_hub import ExtractiveHubInterface, select_units  # noqa: F401 (select_units: its home)
 from .hub_entry import plugin_from_pretrained
 
 
@@ -142,7 +143,8 @@ class DiscourseSynthesizerModel(ChecksOptions, BaseFairseqModel):
         parser.add_argument("--dropout", type=float, metavar="D")
         parser.add_argument("--attention-dropout", type=float, metavar="D")
 
-    from_pretrained = plugin_from_pretrained  # returns the fitting fairseq_tpr.hub interface
+    from_pretrained = plugin_from_pretrained  # returns hub_interface
+    hub_interface = ExtractiveHubInterface
 
     @classmethod
     def check_options(cls, args, task):
@@ -243,22 +245,3 @@ def discourse_synthesizer_balanced(args):
     args.attention_head_dim = getattr(args, "attention_head_dim", None) or 512
     args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", None) or 512
     discourse_synthesizer_base(args)
-
-
-def select_units(scores, units, k=None, words=None):
-    """Indices (document order) of the chosen units: the ``k`` best by score, or with ``words`` the
-    units in score order as long as the summary stays within that many words (a unit that would
-    pass the budget is skipped; the first unit is always kept)."""
-    order = sorted(range(len(scores)), key=lambda i: -scores[i])
-    if words is None:
-        return sorted(order[:k])
-    chosen, used = [], 0
-    for i in order:
-        n = len(units[i].split())
-        if chosen and used + n > words:
-            continue
-        chosen.append(i)
-        used += n
-        if used >= words:
-            break
-    return sorted(chosen)

@@ -45,6 +45,7 @@ from ..modules.template_fusion import GATE_ON, TemplateAwareAttention, TemplateC
 from ..modules.tp_layers import RoleDecoderLayer, RoleEncoderLayer
 from .checks import ChecksOptions, check_heads_divide, check_num_roles, check_role_dim, task_dictionary
 from .hub_entry import plugin_from_pretrained
+from .sttr_hub import TemplateSummarizerHubInterface
 from .presets import default_sizes, set_defaults
 from .role_capture import ReturnsRoleAttention
 from .tp_transformer_d import add_role_study_args
@@ -149,7 +150,8 @@ class STTRModel(ReturnsRoleAttention, ChecksOptions, TransformerModel):
                             help="with --template-mode attention: leave out the position-wise feed-forward block "
                                  "that the authors' code applies after the gated sum (the paper has none)")
 
-    from_pretrained = plugin_from_pretrained  # returns the fitting fairseq_tpr.hub interface
+    from_pretrained = plugin_from_pretrained  # returns hub_interface
+    hub_interface = TemplateSummarizerHubInterface
 
     @classmethod
     def check_options(cls, args, task):

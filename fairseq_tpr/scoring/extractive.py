@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from ..errors import ConfigError, InputError
-from ..models.discourse_synthesizer import select_units as select  # noqa: F401  (used by cli/extract)
+from ..models.discourse_synthesizer_hub import select_units as select  # noqa: F401  (used by cli/extract)
 
 # the authors' summary limits (Wendy-Xiao/ext_summ_disco_tree_attn, main.py and test.py, whose default
 # dataset is CNN/DM): -word_length_limit 80, -unit_length_limit 6 EDUs (test.py) / 3 sentences (main.py)
