@@ -17,15 +17,25 @@ the user has to fix:
   Dataset generator, ``apt-get``); the message says what to install. The scorers of
   ``fairseq-tpr-score`` that raise it are skipped while the others run.
 
-Catch the narrowest class that fits; add no room-specific classes. When one reaches the top of
-a command (``fairseq-train``, ``fairseq-generate``, ``fairseq-interactive``, ``fairseq-validate``
-or a script of this package), :func:`install_excepthook` prints ``error: <message>`` on one
-line of stderr and exits with status 2, without a traceback; ``FAIRSEQ_TPR_TRACEBACK=1`` in the
-environment shows the full traceback instead. Any other exception, fairseq's own and the
-internal consistency checks that mean a bug included, keeps Python's usual report, but for one:
-a ``BrokenPipeError`` raised because the reader of a piped stdout has gone (``fairseq-tpr-roles
-... | head``) ends the command quietly with status 141, as a Unix tool killed by ``SIGPIPE`` does.
+Catch the narrowest class that fits; add no room-specific classes. How one reaches the user at
+the top of a command, without a traceback (``FAIRSEQ_TPR_TRACEBACK=1`` in the environment shows the
+full traceback instead), and always through the interpreter's normal exit, so that ``atexit``
+handlers run, other threads' ``finally`` blocks finish and every buffered file is flushed:
+
+* a console script of this package (``fairseq-tpr-*``, and ``python -m fairseq_tpr.ROOM.NAME``):
+  :func:`command` wraps its ``main``, prints ``error: <message>`` on one line of stderr and leaves
+  with ``sys.exit(2)``;
+* fairseq's own commands (``fairseq-train``, ``fairseq-generate``, ... with ``--user-dir
+  fairseq_tpr``) and any other program that registered the plugin: the hook of
+  :func:`install_excepthook` prints the same line; Python then exits as after any uncaught
+  exception, with status 1.
+
+Any other exception, fairseq's own and the internal consistency checks that mean a bug included,
+keeps Python's usual report, but for one: a ``BrokenPipeError`` raised because the reader of a
+piped stdout has gone (``fairseq-tpr-roles ... | head``) ends the command quietly, with status 141
+(as a Unix tool killed by ``SIGPIPE``) in a console script, 1 elsewhere.
 """
+import functools
 import os
 import select
 import signal
@@ -75,24 +85,45 @@ def _stdout_reader_gone() -> bool:
         return False
 
 
-def _report(exc_type, exc, tb, previous=sys.__excepthook__):
-    if issubclass(exc_type, BrokenPipeError) and _stdout_reader_gone():
-        os._exit(128 + signal.SIGPIPE)  # nobody reads the output any more; exit as if killed by SIGPIPE
-    if not issubclass(exc_type, FairseqTprError) or os.environ.get(TRACEBACK_ENV, "") not in ("", "0"):
-        return previous(exc_type, exc, tb)
-    sys.stderr.write(one_line(exc) + "\n")
+def _traceback_wanted() -> bool:
+    return os.environ.get(TRACEBACK_ENV, "") not in ("", "0")
+
+
+def _flush_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe; nothing more to say
             pass
-    # sys.excepthook cannot choose the exit status (Python exits 1 after it): leave now with 2
-    os._exit(EXIT_STATUS)
+
+
+def _silence_stdout() -> None:
+    """Point stdout's file descriptor at the null device: the reader has gone, and the
+    interpreter's last flush of the pipe would fail again (the Python documentation's recipe for
+    ``SIGPIPE``)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
+def _report(exc_type, exc, tb, previous=sys.__excepthook__):
+    if issubclass(exc_type, BrokenPipeError) and _stdout_reader_gone():
+        _silence_stdout()  # nobody reads the output any more: no report
+        return
+    if not issubclass(exc_type, FairseqTprError) or _traceback_wanted():
+        return previous(exc_type, exc, tb)
+    _flush_streams()
+    sys.stderr.write(one_line(exc) + "\n")
+    _flush_streams()
+    # Python now ends the process as after any uncaught exception: atexit handlers, flushed files, status 1
 
 
 def install_excepthook() -> None:
-    """Make :class:`FairseqTprError` a one-line ``error:`` and exit status 2 at the top of any
-    command (idempotent; other exceptions go to the hook that was installed before)."""
+    """Make :class:`FairseqTprError` a one-line ``error:`` at the top of any program that registered
+    the plugin (idempotent; other exceptions go to the hook that was installed before)."""
     previous = sys.excepthook
     if getattr(previous, "fairseq_tpr", False):
         return
@@ -102,3 +133,28 @@ def install_excepthook() -> None:
 
     hook.fairseq_tpr = True
     sys.excepthook = hook
+
+
+def command(main):
+    """The console-script entry of ``main`` (``main(argv=None)`` or ``main()``): its return value
+    is the exit status; a :class:`FairseqTprError` is one ``error:`` line and ``sys.exit(2)``; a
+    closed stdout pipe a quiet ``sys.exit(141)``. ``main`` itself still raises (for callers in
+    Python and the tests)."""
+
+    @functools.wraps(main)
+    def console(argv=None):
+        try:
+            return main() if argv is None else main(argv)
+        except FairseqTprError as error:
+            if _traceback_wanted():
+                raise
+            _flush_streams()
+            sys.stderr.write(one_line(error) + "\n")
+            sys.exit(EXIT_STATUS)
+        except BrokenPipeError:
+            if not _stdout_reader_gone():
+                raise
+            _silence_stdout()
+            sys.exit(128 + signal.SIGPIPE)
+
+    return console

@@ -1,5 +1,6 @@
 """Issue 16: every bad input is one ``error:`` line naming the file (and line, byte, document or
-node) and the fix, exit status 2, no traceback. Per surface: image captioning (feature files,
+node) and the fix, no traceback; exit status 2 from this package's console scripts, 1 from fairseq's
+own commands (the plugin's hook, then Python's normal exit). Per surface: image captioning (feature files,
 non-UTF-8 captions), extractive summarization (missing and corrupt ``S.tree.npy``, trees missing
 for some documents), and the generate-log reader of ``fairseq-tpr-math-eval`` and
 ``fairseq-tpr-score``. At least one case per command runs the real console script."""
@@ -24,7 +25,8 @@ BAD = b"caf\xe9"  # latin-1, not UTF-8
 
 
 def error_line(proc, status=2):
-    """The one ``error:`` line a command ends with (fairseq's own logging may come before it)."""
+    """The one ``error:`` line a command ends with (fairseq's own logging may come before it);
+    ``status``: 2 for this package's console scripts, 1 for fairseq's commands."""
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert proc.returncode == status, (proc.returncode, proc.stderr[-3000:])
     last = proc.stderr.strip().splitlines()[-1]
@@ -47,7 +49,7 @@ def test_fairseq_train_with_a_missing_feature_file(captions, tmp_path, run_cli):
                    "nic_tiny", "--criterion", "cross_entropy", "--optimizer", "adam", "--lr", "1e-3",
                    "--max-tokens", "200", "--max-update", "1", "--cpu", "--num-workers", "0",
                    "--save-dir", tmp_path / "ckpt", "--no-progress-bar", timeout=300)
-    assert error_line(proc) == (f"error: {captions / 'valid.feat.npy'} is missing: a captioning split needs "
+    assert error_line(proc, status=1) == (f"error: {captions / 'valid.feat.npy'} is missing: a captioning split needs "
                                 f"valid.feat.npy (N x D float image features) and valid.feat.ids (the image "
                                 f"id of each row)")
 
@@ -190,7 +192,7 @@ def test_fairseq_train_with_a_corrupt_inner_node(extractive, tmp_path, run_cli):
                    "--criterion", "extractive_bce", "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "64",
                    "--max-update", "1", "--cpu", "--num-workers", "0", "--save-dir", tmp_path / "ckpt",
                    "--no-progress-bar", timeout=300)
-    assert error_line(proc) == (
+    assert error_line(proc, status=1) == (
         f"error: {data}/valid.tree.npy: document 1 (3 units), node 2 of 5 (start 2, end 9, code 1): the span "
         f"(2, 9) lies outside the document's units 0..2 (0-based start, exclusive end) (1 such document among "
         f"documents 1..3): rebuild it with preprocess/extractive.py --destdir {data} --validpref PREFIX")

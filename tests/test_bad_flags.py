@@ -29,8 +29,9 @@ PLUGIN_ARCH, FAIRSEQ_ARCH = "tp_transformer_tiny", "transformer_tp_tiny"  # ours
 
 
 def _one_line_error(proc):
-    """The ``error:`` line of a command that failed through the plugin's hook."""
-    assert proc.returncode == 2, f"rc {proc.returncode}:\n{(proc.stdout + proc.stderr)[-4000:]}"
+    """The ``error:`` line of a fairseq command that failed through the plugin's hook (one line, no
+    traceback, then Python's normal exit: status 1)."""
+    assert proc.returncode == 1, f"rc {proc.returncode}:\n{(proc.stdout + proc.stderr)[-4000:]}"
     assert "Traceback" not in proc.stderr, proc.stderr[-4000:]
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("error: "), proc.stderr[-4000:]

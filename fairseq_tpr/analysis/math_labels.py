@@ -133,4 +133,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from fairseq_tpr.errors import command
+
+    sys.exit(command(main)())

@@ -12,6 +12,7 @@ the input token alone and the position alone (:func:`fairseq_tpr.analysis.probe.
 """
 import argparse
 import json
+import sys
 from typing import Dict, List, Tuple
 
 from ..errors import InputError
@@ -103,4 +104,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from fairseq_tpr.errors import command
+
+    sys.exit(command(main)())

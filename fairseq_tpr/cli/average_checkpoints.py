@@ -10,6 +10,7 @@ hook (:mod:`fairseq_tpr.errors`): one ``error:`` line, exit 2, no output written
 """
 import argparse
 import sys
+from fairseq_tpr.errors import command
 
 
 def main(argv=None):
@@ -27,5 +28,8 @@ def main(argv=None):
     return 0
 
 
+# the console script (pyproject.toml): a FairseqTprError is one "error:" line and exit status 2
+console = command(main)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())

@@ -21,10 +21,12 @@ Example::
 """
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from fairseq_tpr import register
 from fairseq_tpr.errors import InputError
+from fairseq_tpr.errors import command
 
 # fairseq_tpr.scoring.captions.METRICS, without importing the scorers (tests/test_cli_startup.py checks it)
 METRICS = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr")
@@ -82,5 +84,8 @@ def main(argv=None):
         Path(args.json).write_text(json.dumps({"images": len(res), "references": n_refs, **scores}, indent=1) + "\n")
 
 
+# the console script (pyproject.toml): a FairseqTprError is one "error:" line and exit status 2
+console = command(main)
+
 if __name__ == "__main__":
-    main()
+    sys.exit(console())

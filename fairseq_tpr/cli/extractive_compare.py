@@ -21,6 +21,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from fairseq_tpr.errors import command
 
 NAMES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L",
          "picks_first": "picks unit 1", "oracle_precision": "picks the oracle unit"}
@@ -130,5 +131,8 @@ def main(argv=None):
     return 0
 
 
+# the console script (pyproject.toml): a FairseqTprError is one "error:" line and exit status 2
+console = command(main)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())

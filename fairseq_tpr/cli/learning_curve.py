@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from fairseq_tpr import register
+from fairseq_tpr.errors import command
 
 
 def main(argv=None):
@@ -50,5 +51,8 @@ def main(argv=None):
     print(f"learning curve: {path} ({', '.join(f'{k}: {len(v)} points' for k, v in runs.items())})")
 
 
+# the console script (pyproject.toml): a FairseqTprError is one "error:" line and exit status 2
+console = command(main)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from fairseq_tpr import register
 from fairseq_tpr.errors import InputError
+from fairseq_tpr.errors import command
 
 
 def parse_args(argv):
@@ -94,5 +95,8 @@ def main(argv=None):
     return 0
 
 
+# the console script (pyproject.toml): a FairseqTprError is one "error:" line and exit status 2
+console = command(main)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())

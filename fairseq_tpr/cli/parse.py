@@ -35,6 +35,7 @@ from pathlib import Path
 
 from fairseq_tpr.cli import (GRAMMAR_SPLITS as SPLITS, add_grammar_size_args, add_grammar_split_args,
                              add_grammar_training_args, check_grammar_args, check_unbinding_args)
+from fairseq_tpr.errors import command
 
 # the choices of fairseq_tpr.grammar.parser_model, without importing torch before parsing
 FEATURES = ("unbinding", "words")
@@ -257,5 +258,8 @@ def _table(parser, args):
     return 0
 
 
+# the console script (pyproject.toml): a FairseqTprError is one "error:" line and exit status 2
+console = command(main)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())

@@ -32,6 +32,7 @@ from pathlib import Path
 from fairseq_tpr import register
 from fairseq_tpr.cli import (GRAMMAR_SPLITS as SPLITS, add_grammar_size_args, add_grammar_split_args,
                              add_grammar_training_args, check_grammar_args, check_unbinding_args)
+from fairseq_tpr.errors import command
 
 # the choices of fairseq_tpr.modules.pos_tagger, without importing torch (tests/test_cli_startup.py
 # checks them and SPLITS)
@@ -121,5 +122,8 @@ def main(argv=None):
         Path(args.results_json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
 
 
+# the console script (pyproject.toml): a FairseqTprError is one "error:" line and exit status 2
+console = command(main)
+
 if __name__ == "__main__":
-    main()
+    sys.exit(console())

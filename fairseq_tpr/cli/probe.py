@@ -15,8 +15,10 @@ TP-Transformer (continuous or discrete roles). Label file format: see
 :func:`fairseq_tpr.analysis.layer_probe.probe_checkpoint`.
 """
 import argparse
+import sys
 
 from fairseq_tpr import register
+from fairseq_tpr.errors import command
 
 # fairseq_tpr.analysis.layer_probe.REPRESENTATIONS, without importing torch (tests/test_cli_startup.py checks it)
 REPRESENTATIONS = ("role", "filler", "tpr", "layer")
@@ -69,5 +71,8 @@ def main(argv=None):
                      batch_size=a.batch_size, seed=a.seed, cpu=a.cpu, json_path=a.json)
 
 
+# the console script (pyproject.toml): a FairseqTprError is one "error:" line and exit status 2
+console = command(main)
+
 if __name__ == "__main__":
-    main()
+    sys.exit(console())

@@ -9,6 +9,7 @@ import argparse
 import ast
 import sys
 from pathlib import Path
+from fairseq_tpr.errors import command
 
 # fairseq_tpr.corpora.template_retrieval.EMPTY_QUERY_POLICIES, without importing numpy and scipy
 # for --help (tests/test_cli_startup.py checks it)
@@ -64,5 +65,8 @@ def main(argv=None):
     return 0
 
 
+# the console script (pyproject.toml): a FairseqTprError is one "error:" line and exit status 2
+console = command(main)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())

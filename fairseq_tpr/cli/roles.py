@@ -19,8 +19,10 @@ Eq. 3-6) or role distributions (discrete roles, Jiang et al. Eq. 5), see
 are the functions of :mod:`fairseq_tpr.analysis.roles`.
 """
 import argparse
+import sys
 
 from fairseq_tpr import register
+from fairseq_tpr.errors import command
 
 # fairseq_tpr.analysis.capture.COMPONENTS and fairseq_tpr.analysis.dump.ROLE_COMPONENTS, without
 # importing torch (tests/test_cli_startup.py checks them)
@@ -129,5 +131,8 @@ def main(argv=None):
     _run(a)
 
 
+# the console script (pyproject.toml): a FairseqTprError is one "error:" line and exit status 2
+console = command(main)
+
 if __name__ == "__main__":
-    main()
+    sys.exit(console())

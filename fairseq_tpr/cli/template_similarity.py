@@ -44,6 +44,7 @@ import sys
 import warnings
 
 from fairseq_tpr import register
+from fairseq_tpr.errors import command
 
 PROG = "fairseq-tpr-template-similarity"
 # fairseq_tpr.analysis.template_similarity.DEFAULT_BATCH_SIZE, without importing torch (for --help;
@@ -103,5 +104,8 @@ def main(argv=None):
     return 0
 
 
+# the console script (pyproject.toml): a FairseqTprError is one "error:" line and exit status 2
+console = command(main)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())

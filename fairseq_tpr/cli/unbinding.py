@@ -17,10 +17,12 @@ The checkpoint's task (``translation``) needs its dictionaries: they are read fr
 directory stored in the checkpoint, or from ``--data DIR`` when it moved.
 """
 import argparse
+import sys
 from pathlib import Path
 
 from fairseq_tpr import register
 from fairseq_tpr.errors import InputError
+from fairseq_tpr.errors import command
 
 
 def main(argv=None):
@@ -61,5 +63,8 @@ def main(argv=None):
           f"{n_unk} tokens read as <unk>")
 
 
+# the console script (pyproject.toml): a FairseqTprError is one "error:" line and exit status 2
+console = command(main)
+
 if __name__ == "__main__":
-    main()
+    sys.exit(console())

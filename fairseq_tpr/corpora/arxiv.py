@@ -65,4 +65,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from fairseq_tpr.errors import command
+
+    sys.exit(command(main)())

@@ -29,6 +29,7 @@ import importlib.metadata
 import json
 import random
 import statistics
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Sequence
@@ -227,7 +228,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    from ..errors import install_excepthook
+    from fairseq_tpr.errors import command
 
-    install_excepthook()
-    main()
+    sys.exit(command(main)())

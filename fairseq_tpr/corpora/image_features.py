@@ -284,4 +284,6 @@ def _torch_version():
 
 
 if __name__ == "__main__":
-    main()
+    from fairseq_tpr.errors import command
+
+    sys.exit(command(main)())

@@ -719,4 +719,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    if __package__:  # python -m fairseq_tpr.corpora.math_dataset: the console-script exit
+        from ..errors import command
+
+        sys.exit(command(main)())
+    sys.exit(main())  # run by path, possibly in the generator's own venv: the standard library only

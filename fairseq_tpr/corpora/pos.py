@@ -20,6 +20,7 @@ dumps are read, and checked against the tag file, by :mod:`fairseq_tpr.grammar.u
 """
 import argparse
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Sequence
@@ -168,4 +169,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from fairseq_tpr.errors import command
+
+    sys.exit(command(main)())

@@ -33,6 +33,7 @@ standardised with the training split's per-dimension mean and std: 544 values pe
 import argparse
 import json
 import random
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -229,4 +230,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from fairseq_tpr.errors import command
+
+    sys.exit(command(main)())

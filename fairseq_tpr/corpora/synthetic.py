@@ -5,6 +5,7 @@ each source line is a random sequence of letters, the target is its reversal.
 """
 import argparse
 import random
+import sys
 from pathlib import Path
 
 ALPHABET = "abcdefghijklmnop"
@@ -41,4 +42,6 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    from fairseq_tpr.errors import command
+
+    sys.exit(command(main)())

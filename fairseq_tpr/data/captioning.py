@@ -20,6 +20,7 @@ raw directory (counts, ids, empty captions) before binarization;
 (Karpathy splits) from one feature array (``preprocess/coco_captions.sh`` runs both).
 """
 import argparse
+import sys
 from collections import OrderedDict
 from pathlib import Path
 
@@ -259,4 +260,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from fairseq_tpr.errors import command
+
+    sys.exit(command(main)())

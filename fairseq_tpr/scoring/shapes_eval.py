@@ -13,6 +13,7 @@ The captions are read from the ``fairseq-generate`` log by :func:`.captions.read
 """
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from ..corpora.shapes import COLORS, INVERSE, SHAPES, SIZES
@@ -82,4 +83,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from fairseq_tpr.errors import command
+
+    sys.exit(command(main)())
