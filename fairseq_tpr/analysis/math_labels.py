@@ -23,6 +23,8 @@ import os
 import sys
 from typing import List
 
+from ..errors import InputError
+
 PLACES = ("1", "10", "100", "1000", "1e4+")
 OPS = set("+-*/=^")
 SPACE = "\u2581"  # the word-boundary symbol of preprocess/math_dataset.sh
@@ -114,7 +116,7 @@ def main(argv=None):
     a = p.parse_args(argv)
     dict_path = os.path.join(a.data, f"dict.{a.side}.txt")
     if not os.path.isfile(dict_path):
-        sys.exit(f"error: {dict_path} does not exist; pass a data-bin made by preprocess/math_dataset.sh")
+        raise InputError(f"{dict_path} does not exist; pass a data-bin made by preprocess/math_dataset.sh")
     d = Dictionary.load(dict_path)
     prefix = None
     for src, tgt in ((a.side, a.other), (a.other, a.side)):
@@ -122,7 +124,8 @@ def main(argv=None):
         if os.path.exists(cand + ".bin"):
             prefix = cand
     if prefix is None:
-        sys.exit(f"error: no split {a.split!r} for language {a.side!r} in {a.data}")
+        raise InputError(f"no split {a.split!r} for language {a.side!r} in {a.data}: binarize it with "
+                         "preprocess/math_dataset.sh, or name a split and --side that it has")
     ds = data_utils.load_indexed_dataset(prefix, d)
     fn = TASKS[a.task]
     with open(a.out, "w", encoding="utf-8") as f:

@@ -24,6 +24,7 @@ import statistics
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
+from ..errors import InputError
 from .learning_curve import parse_valid_lines
 
 _PARAMS = re.compile(r"num\. (?:shared )?model params: ([\d,]+)")
@@ -320,10 +321,6 @@ def _p(p: Optional[float]) -> str:
     return "< 0.01" if p < 0.005 else f"{p:.2f}"
 
 
-class MissingRun(ValueError):
-    """A run directory that is neither on this machine nor in the records."""
-
-
 def load_records(path: Path, section: Optional[str] = None) -> Dict[str, dict]:
     """``{run name: record}`` from a JSON written by ``--json`` of the CLI (:func:`gather`'s result), the run
     name being the last component of the run directory it was written from (``transformer-s2``).
@@ -333,17 +330,17 @@ def load_records(path: Path, section: Optional[str] = None) -> Dict[str, dict]:
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as e:
-        raise MissingRun(f"cannot read the run records {path}: {e}") from e
+        raise InputError(f"cannot read the run records {path}: {e}") from e
     if section is not None:
         if section not in data:
-            raise MissingRun(f"{path} has no section {section!r} (it has {', '.join(map(repr, data))})")
+            raise InputError(f"{path} has no section {section!r} (it has {', '.join(map(repr, data))})")
         data = data[section]
     out: Dict[str, dict] = {}
     for name, runs in data.items():
         for run_dir, record in runs.items():
             key = Path(run_dir).name
             if key in out:
-                raise MissingRun(f"{path}: two runs named {key!r}: the records of one table must have distinct run names")
+                raise InputError(f"{path}: two runs named {key!r}: the records of one table must have distinct run names")
             out[key] = record
     return out
 
@@ -356,7 +353,7 @@ def gather(runs: Sequence[Tuple[str, RunDirs]], records: Optional[Dict[str, dict
     """``[(name, {run_dir: record})]``: each run directory read here (:func:`read_run`, whose figures
     include the validation curve) when it exists (and not ``records_only``), else its record of the
     same run name from ``records`` (:func:`load_records`); one that is in neither raises
-    :class:`MissingRun`."""
+    :class:`~fairseq_tpr.errors.InputError`."""
     out = []
     for name, dirs in runs:
         dirs = [dirs] if isinstance(dirs, (str, Path)) else list(dirs)
@@ -368,7 +365,7 @@ def gather(runs: Sequence[Tuple[str, RunDirs]], records: Optional[Dict[str, dict
                 got[str(d)] = records[d.name]
             else:
                 where = " nor in the run records" if records is not None else ""
-                raise MissingRun(f"run {d} of row {name!r} is not a directory here{where}")
+                raise InputError(f"run {d} of row {name!r} is not a directory here{where}")
         out.append((name, got))
     return out
 

