@@ -13,7 +13,8 @@ import pytest
 
 from fairseq_tpr.corpora import extractive as prep
 from fairseq_tpr.corpora.rawio import read_lines as raw_read_lines
-from fairseq_tpr.data.captioning import check_raw_split, from_karpathy, load_features
+from fairseq_tpr.corpora.coco import from_karpathy
+from fairseq_tpr.data.captioning import check_raw_split, load_features
 from fairseq_tpr.data.extractive_dataset import check_trees, load_split, read_meta
 from fairseq_tpr.errors import InputError
 from test_captioning import _captions, make_task, write_split

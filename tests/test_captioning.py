@@ -339,7 +339,7 @@ def test_unbinding_refuses_a_captioning_checkpoint_and_empty_lines(e2e, tmp_path
 
 # --------------------------------------------------------------------- COCO preprocessing
 def test_karpathy_json_to_raw_layout(tmp_path):
-    from fairseq_tpr.data.captioning import from_karpathy
+    from fairseq_tpr.corpora.coco import from_karpathy
 
     def image(cocoid, split, *caps):
         return {"cocoid": cocoid, "split": split, "filepath": "val2014", "filename": f"{cocoid}.jpg",

@@ -14,13 +14,10 @@ and, once binarized (``preprocess/captions.sh``), ``S.bin``/``S.idx`` (``S.txt``
 (``one_per_image=False``) and yields one item per image for validation and test
 (``one_per_image=True``; the target is the image's first reference, the scorer uses all).
 
-``python -m fairseq_tpr.data.captioning check DIR [--splits train valid test]`` validates a
-raw directory (counts, ids, empty captions) before binarization;
-``... karpathy dataset_coco.json FEATS.npy FEATS.ids OUTDIR`` writes the raw layout of COCO
-(Karpathy splits) from one feature array (``preprocess/coco_captions.sh`` runs both).
+:func:`check_raw_split` validates a raw directory (counts, ids, empty captions) before
+binarization (``python -m fairseq_tpr.corpora.captions`` runs it); the builders of the raw layout
+are in ``corpora/`` (COCO's Karpathy splits: :func:`fairseq_tpr.corpora.coco.from_karpathy`).
 """
-import argparse
-import sys
 from collections import OrderedDict
 from pathlib import Path
 
@@ -30,7 +27,7 @@ from fairseq.data import data_utils
 
 from ..errors import InputError
 from .length_sorted_dataset import LengthSortedDataset
-from .textio import decode, read_lines
+from .textio import read_lines
 
 
 def open_features(path):
@@ -182,84 +179,3 @@ def feature_net_input(features, eos):
         "src_lengths": torch.zeros(B, dtype=torch.long, device=features.device),
         "image_features": features,  # B x D
     }
-
-
-KARPATHY_SPLITS = {"train": ("train", "restval"), "valid": ("val",), "test": ("test",)}
-
-
-def from_karpathy(karpathy_json, features, feature_ids, outdir):
-    """Karpathy's ``dataset_coco.json`` + one feature array (rows named by ``feature_ids``, COCO ids)
-    -> the raw layout (module docstring): train = train + restval (113,287 images), valid = val
-    (5,000), test = test (5,000); captions are Karpathy's lowercased ``tokens``. Returns counts."""
-    import json
-
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    try:
-        data = json.loads(decode(Path(karpathy_json).read_bytes(), karpathy_json))
-    except json.JSONDecodeError as e:
-        raise InputError(f"{karpathy_json}: not JSON ({e}): is it Karpathy's dataset_coco.json?") from None
-    if not isinstance(data, dict) or "images" not in data:
-        raise InputError(f"{karpathy_json} has no 'images' list: is it Karpathy's dataset_coco.json?")
-    feats = open_features(features)
-    fids = [i.strip() for i in read_lines(feature_ids)]
-    if feats.shape[0] != len(fids):
-        raise InputError(f"{features} has shape {feats.shape} but {feature_ids} lists {len(fids)} ids: "
-                         f"one id per feature row")
-    id2row = {i: n for n, i in enumerate(fids)}
-    counts = {}
-    for split, names in KARPATHY_SPLITS.items():
-        images = [im for im in data["images"] if im.get("split") in names]
-        if not images:
-            raise InputError(f"{karpathy_json}: no image with split in {names}")
-        ids = [str(im.get("cocoid", im.get("imgid"))) for im in images]
-        missing = [i for i in ids if i not in id2row]
-        if missing:
-            raise InputError(f"{len(missing)} {split} images have no row in {feature_ids} (first: COCO id "
-                             f"{missing[0]}); extract features for every image of dataset_coco.json")
-        rows = np.asarray([id2row[i] for i in ids])
-        out = np.lib.format.open_memmap(outdir / f"{split}.feat.npy", mode="w+", dtype=np.float32,
-                                        shape=(len(rows), feats.shape[1]))
-        for start in range(0, len(rows), 4096):
-            out[start:start + 4096] = feats[rows[start:start + 4096]]
-        out.flush()
-        txt, img = [], []
-        for im, i in zip(images, ids):
-            for sent in im["sentences"]:
-                toks = [t.lower() for t in sent.get("tokens") or sent.get("raw", "").split()]
-                if toks:  # a few COCO captions are empty after tokenisation
-                    txt.append(" ".join(toks))
-                    img.append(i)
-        (outdir / f"{split}.feat.ids").write_text("".join(f"{i}\n" for i in ids))
-        (outdir / f"{split}.txt").write_text("".join(f"{t}\n" for t in txt), encoding="utf-8")
-        (outdir / f"{split}.img").write_text("".join(f"{i}\n" for i in img))
-        counts[split] = (len(ids), len(txt))
-    return counts
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(description="Captioning data tools (see module docstring).")
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    chk = sub.add_parser("check", help="validate {split}.txt/.img/.feat.npy/.feat.ids")
-    chk.add_argument("dir")
-    chk.add_argument("--splits", nargs="+", default=["train", "valid", "test"])
-    kp = sub.add_parser("karpathy", help="dataset_coco.json + features -> raw layout")
-    kp.add_argument("json")
-    kp.add_argument("features", help="N x D float32 .npy")
-    kp.add_argument("feature_ids", help="N lines: the COCO id of each feature row")
-    kp.add_argument("outdir")
-    args = parser.parse_args(argv)
-    if args.cmd == "karpathy":
-        for split, (n_img, n_cap) in from_karpathy(args.json, args.features, args.feature_ids,
-                                                   args.outdir).items():
-            print(f"{args.outdir}/{split}: {n_img} images, {n_cap} captions")
-        return
-    for split in args.splits:
-        n_img, n_cap = check_raw_split(args.dir, split)
-        print(f"{args.dir}/{split}: {n_img} images, {n_cap} captions, ok")
-
-
-if __name__ == "__main__":
-    from fairseq_tpr.errors import command
-
-    sys.exit(command(main)())
