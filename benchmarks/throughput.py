@@ -19,7 +19,7 @@ For every model this measures, in a fresh Python process of its own:
   Generation runs before training, so the CPU generation figure is its own peak and the
   training figure is the process peak (training dominates).
 
-Models are built the fairseq way: ``import fairseq_tpr`` registers the archs, the
+Models are built the fairseq way: ``fairseq_tpr.register()`` registers the archs, the
 arguments go through ``options.get_training_parser`` / ``parse_args_and_arch`` (so the
 registered presets apply, dropout included), and ``TranslationTask.build_model`` builds
 the model on a joined dummy dictionary of ``--vocab`` symbols.
@@ -196,7 +196,9 @@ def build(arch, vocab=1000, seed=1, device="cpu", dtype="fp32"):
     ``label_smoothed_cross_entropy`` (eps 0.1) and ``info = {params, dropout}``."""
     import torch
 
-    import fairseq_tpr  # noqa: F401  (registers the archs)
+    import fairseq_tpr
+
+    fairseq_tpr.register()  # the archs, as fairseq-train --user-dir fairseq_tpr
     from fairseq import options
     from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEntropyCriterion
     from fairseq.data import Dictionary
@@ -269,7 +271,9 @@ def worker(cfg):
     import fairseq.criterions.label_smoothed_cross_entropy  # noqa: F401
     import fairseq.options  # noqa: F401
     import fairseq.tasks.translation  # noqa: F401
-    import fairseq_tpr  # noqa: F401
+    import fairseq_tpr
+
+    fairseq_tpr.register()
 
     if cfg.get("threads"):
         torch.set_num_threads(cfg["threads"])

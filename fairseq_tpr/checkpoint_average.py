@@ -10,8 +10,8 @@ first checkpoint's configuration and replaces its ``model`` entry by the element
 (accumulated in float64, stored in each parameter's dtype). :func:`average_checkpoints` does
 both and writes the result atomically (:func:`~fairseq_tpr.checkpoint_io.atomic_write`).
 
-Checkpoints are read with torch's default ``weights_only=True`` (``import fairseq_tpr``, the
-parent package, allows fairseq's config types). A file that cannot be read is a
+Checkpoints are read with torch's default ``weights_only=True``, with fairseq's config types allowed
+(:func:`~fairseq_tpr.checkpoint_safety.allow_fairseq_checkpoints`, called before the first load). A file that cannot be read is a
 :class:`~fairseq_tpr.errors.CheckpointError` saying what is wrong with it; inputs that do not go
 together (other parameters, too few checkpoints, ``--last`` without a directory) are a
 :class:`~fairseq_tpr.errors.ConfigError`; a missing input an :class:`~fairseq_tpr.errors.InputError`.
@@ -23,6 +23,7 @@ from typing import Dict, List, Optional, Sequence
 import torch
 
 from .checkpoint_io import atomic_write, diagnose
+from .checkpoint_safety import allow_fairseq_checkpoints
 from .errors import CheckpointError, ConfigError, InputError
 
 _UPDATE = re.compile(r"^checkpoint_\d+_(\d+)\.pt$")
@@ -58,6 +59,7 @@ def checkpoint_paths(inputs: Sequence, last: Optional[int] = None, epochs: bool 
 
 
 def _load(path: Path) -> Dict:
+    allow_fairseq_checkpoints()  # fairseq's config types, as registering the plugin allows them
     try:
         state = torch.load(path, map_location="cpu")
     except Exception as err:  # noqa: BLE001  (re-raised unchanged unless the file is damaged)

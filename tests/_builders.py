@@ -4,7 +4,9 @@ from fairseq import options
 from fairseq.data import Dictionary
 from fairseq.tasks.translation import TranslationTask
 
-import fairseq_tpr  # noqa: F401  (registers the archs)
+import fairseq_tpr
+
+fairseq_tpr.register()  # as fairseq-train --user-dir fairseq_tpr does (also benchmarks/ use this module)
 
 
 def toy_dictionary(n_symbols=20):

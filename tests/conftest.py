@@ -7,6 +7,12 @@ from pathlib import Path
 
 import pytest
 
+import fairseq_tpr
+
+# every in-process test sees the plugin as fairseq-train --user-dir fairseq_tpr does: registered (an
+# import alone registers nothing, tests/test_cli_startup.py)
+fairseq_tpr.register()
+
 VENV_BIN = Path(sys.executable).parent
 
 

@@ -158,7 +158,7 @@ def runs(work, run_cli):
         r.start("resume", "fairseq-train", *_train_args(bin_dir, resumed, D_ARCH, RESUMED_UPDATES))
         r.start("interactive", "fairseq-interactive", bin_dir, "--user-dir", USER_DIR, "--path", r.ckpt(D_ARCH),
                 *LANGS, "--beam", "4", "--cpu", input=INTERACTIVE_INPUT + "\n")
-        r.start("load-with-fairseq_tpr", "python", "-c", _LOAD.format(imp="; import fairseq_tpr", path=str(r.ckpt(D_ARCH))))
+        r.start("load-with-fairseq_tpr", "python", "-c", _LOAD.format(imp="; import fairseq_tpr; fairseq_tpr.register()", path=str(r.ckpt(D_ARCH))))
         r.start("load-without", "python", "-c", _LOAD.format(imp="", path=str(r.ckpt(D_ARCH))))
         r.start("bad[model-overrides]", "fairseq-generate",
                 *_generate_args(bin_dir, r.ckpt(D_ARCH), "--model-overrides", "{'num_roles': 5}"))
@@ -225,7 +225,7 @@ def test_interactive_answers_a_line(runs):
 
 # e: our safe globals are what let a real checkpoint load with weights_only=True
 def test_checkpoint_loads_with_default_weights_only(runs):
-    loaded = _ok(runs["load-with-fairseq_tpr"], "torch.load after import fairseq_tpr").stdout
+    loaded = _ok(runs["load-with-fairseq_tpr"], "torch.load after fairseq_tpr.register()").stdout
     for key in ("args", "cfg", "extra_state", "model"):
         assert repr(key) in loaded
     out = _failed(runs["load-without"], "torch.load without fairseq_tpr's safe globals")

@@ -129,29 +129,38 @@ assert getattr(sys.excepthook, "fairseq_tpr", False)                            
 """
 
 
-def test_import_is_light_and_fairseq_then_sees_the_plugin():
+def test_import_is_light_and_changes_nothing():
+    """``import fairseq_tpr`` loads neither torch nor fairseq, installs no hook and registers nothing:
+    fairseq imported after it does not see the plugin until something registers it."""
+    _python("import sys, logging; logging.basicConfig(level=logging.INFO); import fairseq_tpr\n"
+            "assert not {'torch', 'fairseq'} & set(sys.modules), 'import fairseq_tpr loaded torch or fairseq'\n"
+            "assert sys.excepthook is sys.__excepthook__ and not any('_AfterImport' in repr(f) for f in sys.meta_path)\n"
+            "from fairseq.models import ARCH_MODEL_REGISTRY\n"
+            "assert 'tp_transformer_d' not in ARCH_MODEL_REGISTRY\n")
+
+
+def test_register_registers_everything_once():
     r = _python("import sys, logging; logging.basicConfig(level=logging.INFO); import fairseq_tpr\n"
-                "assert not {'torch', 'fairseq'} & set(sys.modules), 'import fairseq_tpr loaded torch or fairseq'\n"
-                "assert getattr(sys.excepthook, 'fairseq_tpr', False)\n" + _REGISTERED)
+                "fairseq_tpr.register(); fairseq_tpr.register()\n" + _REGISTERED)
     assert "tensorboardX" not in r.stderr
 
 
-def test_fairseq_first_registers_at_import():
-    _python("import sys, fairseq, fairseq_tpr\n" + _REGISTERED)
+def test_user_dir_import_registers_the_plugin():
+    """What ``--user-dir fairseq_tpr`` does: fairseq imports the package, then ``tasks/`` and
+    ``models/``, whose ``__init__`` registers the rest."""
+    _python("import sys\nfrom argparse import Namespace\nfrom fairseq import utils\n"
+            f"utils.import_user_module(Namespace(user_dir={str(REPO / 'fairseq_tpr')!r}))\n" + _REGISTERED)
 
 
-@pytest.mark.parametrize("module", ["fairseq_tpr.data.captioning", "fairseq_tpr.checkpoint_safety",
-                                    "fairseq_tpr.models.sttr", "fairseq_tpr.hub"])
-def test_a_plugin_module_that_imports_fairseq_first(module):
-    """The module that makes the first ``import fairseq`` is half-made when fairseq has loaded: the
-    registration waits until it has finished (it would import it again otherwise)."""
+@pytest.mark.parametrize("module", ["fairseq_tpr.models.sttr", "fairseq_tpr.tasks.image_captioning", "fairseq_tpr.hub"])
+def test_importing_models_or_tasks_registers_the_plugin(module):
+    """A model class, a task or the hub imported in Python comes with the whole plugin registered."""
     _python(f"import sys, {module}\n" + _REGISTERED)
 
 
 def test_fairseq_train_user_dir_registers_the_plugin():
-    """``--user-dir`` imports the package after fairseq: it registers at once. fairseq itself imports
-    only ``models/`` and ``tasks/`` of a user dir; the criterions and ``--scoring rouge`` in the help
-    come from the package's registration."""
+    """``fairseq-train --user-dir``: fairseq imports only ``models/`` and ``tasks/`` of a user dir;
+    the criterions and ``--scoring rouge`` in the help come from the registration they run."""
     exe = Path(sys.executable).parent / "fairseq-train"
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "fairseq_cli.train"]
     r = subprocess.run(cmd + ["--help", "--user-dir", str(REPO / "fairseq_tpr"), "--arch", "tp_transformer_d_tiny",

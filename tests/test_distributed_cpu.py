@@ -28,7 +28,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-import fairseq_tpr  # noqa: F401  (applies the fixes)
+import fairseq_tpr  # noqa: F401  (registered, fixes applied, by conftest.py)
 from fairseq_tpr.errors import FairseqTprError
 
 USER_DIR = Path(__file__).resolve().parents[1] / "fairseq_tpr"

@@ -11,7 +11,7 @@ import pytest
 from conftest import cli_env
 from fairseq_tpr.errors import FairseqTprError, one_line
 
-RAISE = ("import fairseq_tpr, sys; from fairseq_tpr.errors import CheckpointError; "
+RAISE = ("import sys; from fairseq_tpr.errors import CheckpointError, install_excepthook; install_excepthook(); "
          "print('partial output', flush=False); raise {error}")
 
 # a program with state of its own: an atexit handler and a buffered file written before the error
@@ -98,7 +98,8 @@ def test_one_line_folds_line_breaks():
     assert one_line(FairseqTprError("a\n  b\tc ")) == "error: a b c"
 
 
-PRINT_MANY = "import fairseq_tpr\nfor i in range(1000000):\n    print(i)\n"
+PRINT_MANY = ("from fairseq_tpr.errors import install_excepthook\ninstall_excepthook()\n"
+              "for i in range(1000000):\n    print(i)\n")
 PRINT_MANY_CONSOLE = ("import sys\nfrom fairseq_tpr.errors import command\n"
                       "def main():\n    for i in range(1000000):\n        print(i)\n"
                       "sys.exit(command(main)())\n")

@@ -4,7 +4,7 @@ import pytest
 import torch
 from fairseq.ngram_repeat_block import NGramRepeatBlock
 
-import fairseq_tpr  # noqa: F401  (applies the fix)
+import fairseq_tpr  # noqa: F401  (registered, fixes applied, by conftest.py)
 
 PAD, BOS = 1, 2
 

@@ -35,7 +35,7 @@ from fairseq.trainer import Trainer
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-import fairseq_tpr  # noqa: F401  (registers the archs)
+import fairseq_tpr  # noqa: F401  (registered by conftest.py, as --user-dir registers it)
 from fairseq_tpr import hub
 from fairseq_tpr.errors import ConfigError, InputError
 from fairseq_tpr.data.extractive_dataset import SplitWriter

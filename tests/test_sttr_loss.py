@@ -26,7 +26,7 @@ from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEn
 from fairseq.data import Dictionary, indexed_dataset
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
-import fairseq_tpr  # noqa: F401  (registers the archs)
+import fairseq_tpr  # noqa: F401  (registered by conftest.py)
 from fairseq_tpr.corpora.templates import main as binarize_main
 from fairseq_tpr.criterions.label_smoothed_cross_entropy_with_template_mse import (
     LabelSmoothedCrossEntropyWithTemplateMSECriterion as MSECriterion,

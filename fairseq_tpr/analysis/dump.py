@@ -32,7 +32,9 @@ def load_checkpoint(path: str, data: str, cpu: bool = True):
     """(model in eval mode, task, model args) from a fairseq checkpoint, reading data from ``data``."""
     from fairseq import checkpoint_utils
 
-    import fairseq_tpr  # noqa: F401  (registers the archs; allows the checkpoint's types)
+    import fairseq_tpr
+
+    fairseq_tpr.register()  # the archs and the checkpoint's types
 
     if not os.path.isfile(path):
         raise InputError(f"checkpoint {path} does not exist (pass --path PATH/checkpoint_best.pt)")

@@ -6,10 +6,11 @@ WMT recipe's last step).
 
 (or ``python -m fairseq_tpr.cli.average_checkpoints``). The averaging and its checks are
 :mod:`fairseq_tpr.checkpoint_average`; a bad input reaches the user through the package's error
-hook (:mod:`fairseq_tpr.errors`): one ``error:`` line, exit 2, no output written.
+entry (:func:`fairseq_tpr.errors.command`): one ``error:`` line, exit 2, no output written.
 """
 import argparse
 import sys
+
 from fairseq_tpr.errors import command
 
 

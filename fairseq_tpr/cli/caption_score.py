@@ -63,7 +63,7 @@ def main(argv=None):
     register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are parsed
     from fairseq_tpr.scoring.captions import collect, nearest_train_captions, read_generate_log, read_lines, score
 
-    # an InputError or DependencyError (no Java, no pycocoevalcap) reaches the error hook of
+    # an InputError or DependencyError (no Java, no pycocoevalcap) reaches the console entry of
     # fairseq_tpr.errors: one 'error:' line, exit status 2
     for p in (args.refs, args.ref_images, args.hyp_images, args.generate_log or args.hyps or args.refs):
         if not Path(p).exists():

@@ -66,7 +66,7 @@ def main(argv=None):
     register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are parsed
     from fairseq_tpr.scoring.math_eval import decode_all, evaluate_dir, format_markdown, load_test_sets
 
-    # an InputError (a bad data-bin, a missing or refused generate file) reaches the error hook of
+    # an InputError (a bad data-bin, a missing or refused generate file) reaches the console entry of
     # fairseq_tpr.errors: one 'error:' line, exit status 2
     test_sets = load_test_sets(args.data_bin)
     if args.path is not None:

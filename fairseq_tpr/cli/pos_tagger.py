@@ -86,7 +86,7 @@ def main(argv=None):
         if not given:
             parser.error("--load needs at least one of --valid-tags/--test-tags to evaluate")
 
-    # an InputError (a bad tag or unbinding file) or CheckpointError reaches the error hook of
+    # an InputError (a bad tag or unbinding file) or CheckpointError reaches the console entry of
     # fairseq_tpr.errors: one 'error:' line, exit status 2
     ckpt = pos.load_checkpoint(args.load) if args.load else None
     cfg = ckpt["config"] if ckpt is not None else {k: getattr(args, k) for k in pos.MODEL_KEYS}

@@ -62,7 +62,7 @@ def main(argv=None):
     from fairseq_tpr.analysis.layer_probe import probe_checkpoint
 
     # an InputError (a bad label file, split) or ConfigError (a flag or checkpoint that does not fit)
-    # reaches the error hook of fairseq_tpr.errors: one 'error:' line, exit status 2
+    # reaches fairseq_tpr.errors.command: one 'error:' line, exit status 2
     probe_checkpoint(a.data, a.path, a.train_labels, a.eval_labels, side=a.side, attention=a.attention,
                      representations=a.representation, layers=a.layers, train_split=a.train_split,
                      max_train_examples=a.max_train_examples, eval_split=a.eval_split,

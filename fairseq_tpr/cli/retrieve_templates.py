@@ -2,7 +2,7 @@
 
 The retrieval is :mod:`fairseq_tpr.corpora.template_retrieval` (its docstring is this command's
 ``--help``); ``preprocess/templates.sh`` binarizes what it writes. A bad input or flag reaches the
-user through the package's error hook (:mod:`fairseq_tpr.errors`): one ``error:`` line, exit 2.
+user through the console entry (:func:`fairseq_tpr.errors.command`): one ``error:`` line, exit 2.
 The retrieval needs neither torch nor fairseq, and this command imports neither.
 """
 import argparse

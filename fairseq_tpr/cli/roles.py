@@ -126,7 +126,7 @@ def _run(a):
 def main(argv=None):
     a = build_parser().parse_args(argv)
     register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are parsed
-    # an InputError or ConfigError reaches the error hook of fairseq_tpr.errors: one 'error:' line,
+    # an InputError or ConfigError reaches fairseq_tpr.errors.command: one 'error:' line,
     # exit status 2
     _run(a)
 

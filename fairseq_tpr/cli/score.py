@@ -84,7 +84,7 @@ def main(argv=None):
     from fairseq_tpr.scoring import build_scorer, read_generate_log, read_plain
     from fairseq_tpr.scoring.report import markdown, run_scorers, text_notes
 
-    # an InputError (a missing, empty or undecodable file, mismatched counts) reaches the error hook of
+    # an InputError (a missing, empty or undecodable file, mismatched counts) reaches the console entry of
     # fairseq_tpr.errors: one 'error:' line, exit status 2
     if args.generate_log:
         data = read_generate_log(args.generate_log, args.ref, args.expect)

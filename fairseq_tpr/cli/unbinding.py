@@ -36,7 +36,7 @@ def main(argv=None):
     parser.add_argument("--data", help="data directory with the checkpoint's dictionaries (if it moved)")
     parser.add_argument("--cpu", action="store_true", help="stay on CPU even when CUDA is available")
     args = parser.parse_args(argv)
-    # an InputError, or the ConfigError/CheckpointError of load_autoencoder, reaches the error hook of
+    # an InputError, or the ConfigError/CheckpointError of load_autoencoder, reaches the console entry of
     # fairseq_tpr.errors: one 'error:' line, exit status 2
     for p in (args.path, args.input):
         if not Path(p).exists():
