@@ -75,8 +75,8 @@ def test_import_is_quiet_without_tensorboardx():
                               capture_output=True, text=True, timeout=120, check=True).stderr
 
     assert "Please install tensorboardX" in stderr_of("fairseq")  # what fairseq alone prints
-    # the plugin's import is light (fairseq loads when something imports it): its filter is in place by then
-    assert "Please install tensorboardX" not in stderr_of("fairseq_tpr, fairseq")
+    # registering (before fairseq is imported, as the console scripts do) puts the plugin's filter in place
+    assert "Please install tensorboardX" not in stderr_of("fairseq_tpr; fairseq_tpr.register(); import fairseq")
 
 
 def test_console_scripts_point_at_functions():
@@ -110,7 +110,9 @@ def test_minilm_encoder_names_the_extractive_extra(monkeypatch):
     monkeypatch.setattr(prep.MiniLMEncoder, "_model", None)
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):  # the encoder sets them; restored after the test
         monkeypatch.setenv(var, "1")
-    with pytest.raises(SystemExit, match=re.escape("fairseq_tpr[extractive]")):
+    from fairseq_tpr.errors import DependencyError
+
+    with pytest.raises(DependencyError, match=re.escape("fairseq_tpr[extractive]")):
         prep.MiniLMEncoder(progress=False)
     assert "extractive" in _project()["optional-dependencies"]
 
