@@ -83,27 +83,26 @@ def test_python_m_commands_parse_without_torch_or_fairseq(module):
     assert loaded == [], f"python -m {module} --help imported {loaded}"
 
 
-def test_the_parsers_copies_match_the_library():
-    """The choices the scripts keep for their parsers (so as not to import the library first)."""
+def test_the_scripts_and_the_library_read_one_copy_of_their_choices():
+    """The choices a script shows in --help are the library's own objects (fairseq_tpr/choices.py),
+    not copies; the scorer keys are the keys of the scorer registry."""
+    from fairseq_tpr import choices
     from fairseq_tpr.analysis import capture, dump, layer_probe
     from fairseq_tpr.analysis import template_similarity as ts
-    from fairseq_tpr.cli import caption_score, pos_tagger, probe, retrieve_templates, roles, score, template_similarity
-    from fairseq_tpr.corpora import template_retrieval
-    from fairseq_tpr.grammar import pos_tagger as grammar_pos
+    from fairseq_tpr.cli import caption_score, parse, pos_tagger, probe, roles, score, template_similarity
+    from fairseq_tpr.grammar import parser_model
     from fairseq_tpr.modules import pos_tagger as modules_pos
     from fairseq_tpr.scoring import SCORERS, captions, text
 
-    assert score.SCORERS == tuple(SCORERS)
-    assert (score.SENTENCE_SPLITS, score.DEFAULT_SENTENCE_SPLIT) == (text.SENTENCE_SPLITS, text.DEFAULT_SENTENCE_SPLIT)
-    assert caption_score.METRICS == captions.METRICS
-    assert probe.REPRESENTATIONS == layer_probe.REPRESENTATIONS
-    assert (roles.COMPONENTS, roles.ROLE_COMPONENTS) == (capture.COMPONENTS, dump.ROLE_COMPONENTS)
-    assert pos_tagger.SPLITS == grammar_pos.SPLITS
-    assert (pos_tagger.FEATURES, pos_tagger.SCORERS, pos_tagger.CONTEXTS) == (
-        modules_pos.FEATURES, modules_pos.SCORERS, modules_pos.CONTEXTS)
-    assert template_similarity.DEFAULT_BATCH_SIZE == ts.DEFAULT_BATCH_SIZE
-    assert retrieve_templates.EMPTY_QUERY_POLICIES == template_retrieval.EMPTY_QUERY_POLICIES
-    assert retrieve_templates._retrieval_doc() == template_retrieval.__doc__
+    assert tuple(SCORERS) == score.SCORERS is choices.SCORER_KEYS
+    assert text.SENTENCE_SPLITS is score.SENTENCE_SPLITS and text.DEFAULT_SENTENCE_SPLIT is score.DEFAULT_SENTENCE_SPLIT
+    assert captions.METRICS is caption_score.METRICS
+    assert layer_probe.REPRESENTATIONS is probe.REPRESENTATIONS
+    assert capture.COMPONENTS is roles.COMPONENTS and dump.ROLE_COMPONENTS is roles.ROLE_COMPONENTS
+    assert (modules_pos.FEATURES, modules_pos.SCORERS, modules_pos.CONTEXTS) == (
+        pos_tagger.FEATURES, pos_tagger.SCORERS, pos_tagger.CONTEXTS) and modules_pos.FEATURES is pos_tagger.FEATURES
+    assert ts.DEFAULT_BATCH_SIZE == template_similarity.DEFAULT_BATCH_SIZE == choices.SIMILARITY_BATCH_SIZE
+    assert parser_model.FEATURES is parse.FEATURES and parser_model.LAYER_INPUTS is parse.LAYER_INPUTS
 
 
 def _python(code):

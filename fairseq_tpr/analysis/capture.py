@@ -45,9 +45,10 @@ from torch import Tensor, nn
 
 from ..modules import DiscreteRoleBinding, EmbeddingRoleBinding, TPMultiheadAttention, taps
 from ..modules.precision import at_least_fp32
+from ..choices import CAPTURE_COMPONENTS
 
 ATOL = 1e-4  # recomputation vs module output (fp32); relative to the output scale, see _check
-COMPONENTS = ("role", "filler", "tpr", "role_attn", "attn", "out")
+COMPONENTS = CAPTURE_COMPONENTS
 _ROLE_PARTS = {"role", "filler", "tpr"}
 
 

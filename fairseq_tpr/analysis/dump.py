@@ -23,8 +23,8 @@ import torch
 
 from ..errors import ConfigError, InputError
 from .capture import COMPONENTS, Capture, frozen, model_kind
+from ..choices import ROLE_COMPONENTS  # noqa: F401  (analysis and the roles command read it here)
 
-ROLE_COMPONENTS = ("role", "filler", "tpr", "role_attn")
 
 
 # --------------------------------------------------------------------------- loading

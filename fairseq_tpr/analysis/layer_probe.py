@@ -12,8 +12,9 @@ from ..errors import ConfigError
 from .capture import model_kind
 from .dump import arch_of, load_checkpoint, load_split, run_capture
 from .probe import BASELINES, by_input_token, by_position, f1_scores, predict, read_labels, train_probe
+from ..choices import PROBE_REPRESENTATIONS
 
-REPRESENTATIONS = ("role", "filler", "tpr", "layer")
+REPRESENTATIONS = PROBE_REPRESENTATIONS
 
 
 def _reps(dump, side, attention, rep, layer):

@@ -24,9 +24,10 @@ from ..errors import CheckpointError, ConfigError, InputError
 from ..models.sttr import STTRModel
 from ..tasks.template_summarization import TEMPLATE_LANG, template_prefix
 from .dump import arch_of
+from ..choices import SIMILARITY_BATCH_SIZE
 
 TASK = "template_summarization"
-DEFAULT_BATCH_SIZE = 64
+DEFAULT_BATCH_SIZE = SIMILARITY_BATCH_SIZE
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,8 +3,7 @@ that several of them share. Nothing here imports torch: ``--help`` and usage err
 (tests/test_cli_startup.py)."""
 import sys
 
-# the splits of fairseq_tpr.grammar.pos_tagger and fairseq_tpr.grammar.parser
-GRAMMAR_SPLITS = ("train", "valid", "test")
+from ..choices import GRAMMAR_SPLITS  # the splits of grammar/'s POS tagger and parser (one copy)
 
 
 # ----------------------------------------------------------------------------- ATPL's POS tagger and parser

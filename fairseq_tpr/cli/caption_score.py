@@ -25,11 +25,10 @@ import sys
 from pathlib import Path
 
 from fairseq_tpr import register
-from fairseq_tpr.errors import InputError
-from fairseq_tpr.errors import command
+from fairseq_tpr.choices import CAPTION_METRICS
+from fairseq_tpr.errors import InputError, command
 
-# fairseq_tpr.scoring.captions.METRICS, without importing the scorers (tests/test_cli_startup.py checks it)
-METRICS = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr")
+METRICS = CAPTION_METRICS  # fairseq_tpr/choices.py, read before the scorers are imported
 
 
 def main(argv=None):

@@ -25,8 +25,7 @@ import sys
 from pathlib import Path
 
 from fairseq_tpr import register
-from fairseq_tpr.errors import InputError
-from fairseq_tpr.errors import command
+from fairseq_tpr.errors import InputError, command
 
 
 def parse_args(argv):

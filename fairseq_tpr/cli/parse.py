@@ -33,12 +33,10 @@ from pathlib import Path
 
 from fairseq_tpr.cli import (add_grammar_size_args, add_grammar_split_args, add_grammar_training_args,
                              check_grammar_args, check_unbinding_args)
+from fairseq_tpr.choices import LAYER_INPUTS, PARSER_FEATURES, SEGMENT_TARGETS
 from fairseq_tpr.errors import command
 
-# the choices of fairseq_tpr.grammar.parser_model, without importing torch before parsing
-FEATURES = ("unbinding", "words")
-SEGMENT_TARGETS = ("parity", "boundary")
-LAYER_INPUTS = ("u", "u+prev")
+FEATURES = PARSER_FEATURES  # fairseq_tpr/choices.py (with SEGMENT_TARGETS, LAYER_INPUTS), read before torch
 
 
 def _model_args(p):

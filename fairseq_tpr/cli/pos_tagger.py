@@ -32,13 +32,11 @@ from pathlib import Path
 from fairseq_tpr import register
 from fairseq_tpr.cli import (GRAMMAR_SPLITS as SPLITS, add_grammar_size_args, add_grammar_split_args,
                              add_grammar_training_args, check_grammar_args, check_unbinding_args)
+from fairseq_tpr.choices import POS_CONTEXTS, POS_FEATURES, POS_SCORERS
 from fairseq_tpr.errors import command
 
-# the choices of fairseq_tpr.modules.pos_tagger, without importing torch (tests/test_cli_startup.py
-# checks them and SPLITS)
-FEATURES = ("unbinding", "words", "both")
-SCORERS = ("factored", "linear")
-CONTEXTS = ("blstm", "none")
+# fairseq_tpr/choices.py, read before torch is imported
+FEATURES, SCORERS, CONTEXTS = POS_FEATURES, POS_SCORERS, POS_CONTEXTS
 
 
 def get_parser():

@@ -18,10 +18,10 @@ import argparse
 import sys
 
 from fairseq_tpr import register
+from fairseq_tpr.choices import PROBE_REPRESENTATIONS
 from fairseq_tpr.errors import command
 
-# fairseq_tpr.analysis.layer_probe.REPRESENTATIONS, without importing torch (tests/test_cli_startup.py checks it)
-REPRESENTATIONS = ("role", "filler", "tpr", "layer")
+REPRESENTATIONS = PROBE_REPRESENTATIONS  # fairseq_tpr/choices.py, read before torch is imported
 
 
 def build_parser():

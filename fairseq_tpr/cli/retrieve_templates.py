@@ -1,29 +1,21 @@
 """``fairseq-tpr-retrieve-templates``: STTR templates by BM25 retrieval over the training articles.
 
 The retrieval is :mod:`fairseq_tpr.corpora.template_retrieval` (its docstring is this command's
-``--help``); ``preprocess/templates.sh`` binarizes what it writes. A bad input or flag reaches the
+``--help``: the module needs numpy and scipy, neither torch nor fairseq, so this command imports it
+at once); ``preprocess/templates.sh`` binarizes what it writes. A bad input or flag reaches the
 user through the console entry (:func:`fairseq_tpr.errors.command`): one ``error:`` line, exit 2.
 The retrieval needs neither torch nor fairseq, and this command imports neither.
 """
 import argparse
-import ast
 import sys
-from pathlib import Path
+
+from fairseq_tpr.corpora import template_retrieval
+from fairseq_tpr.corpora.template_retrieval import EMPTY_QUERY_POLICIES
 from fairseq_tpr.errors import command
-
-# fairseq_tpr.corpora.template_retrieval.EMPTY_QUERY_POLICIES, without importing numpy and scipy
-# for --help (tests/test_cli_startup.py checks it)
-EMPTY_QUERY_POLICIES = ("error", "skip", "fallback")
-
-
-def _retrieval_doc():
-    """The docstring of corpora/template_retrieval.py, read without importing it."""
-    source = Path(__file__).resolve().parents[1] / "corpora" / "template_retrieval.py"
-    return ast.get_docstring(ast.parse(source.read_text(encoding="utf-8")), clean=False)
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="fairseq-tpr-retrieve-templates", description=_retrieval_doc(),
+    p = argparse.ArgumentParser(prog="fairseq-tpr-retrieve-templates", description=template_retrieval.__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("raw_dir", help="directory with {split}.{source-ext} and train.{target-ext}")
     p.add_argument("--out", help="where {split}.template goes (default: RAW_DIR)")
@@ -54,8 +46,6 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=0, help="retrieval processes (0 or 1: in this process)")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
-    from ..corpora import template_retrieval
-
     template_retrieval.retrieve(
         args.raw_dir, args.out, source_ext=args.source_ext, target_ext=args.target_ext,
         splits=args.splits.split(","), top_k=args.top_k, rerank=args.rerank, copy_from=args.copy_from,

@@ -22,12 +22,10 @@ import argparse
 import sys
 
 from fairseq_tpr import register
+from fairseq_tpr.choices import CAPTURE_COMPONENTS, ROLE_COMPONENTS
 from fairseq_tpr.errors import command
 
-# fairseq_tpr.analysis.capture.COMPONENTS and fairseq_tpr.analysis.dump.ROLE_COMPONENTS, without
-# importing torch (tests/test_cli_startup.py checks them)
-COMPONENTS = ("role", "filler", "tpr", "role_attn", "attn", "out")
-ROLE_COMPONENTS = ("role", "filler", "tpr", "role_attn")
+COMPONENTS = CAPTURE_COMPONENTS  # fairseq_tpr/choices.py (with ROLE_COMPONENTS), read before torch is imported
 
 
 def _site_args(p, attention_default="self"):

@@ -22,14 +22,12 @@ import sys
 from pathlib import Path
 
 from fairseq_tpr import register
+from fairseq_tpr.choices import DEFAULT_SENTENCE_SPLIT, SCORER_KEYS, SENTENCE_SPLITS
 from fairseq_tpr.errors import command
 
 PROG = "fairseq-tpr-score"
-# the parser's choices, without importing the scorers (torch, fairseq); tests/test_cli_startup.py
-# checks them against fairseq_tpr.scoring.SCORERS and fairseq_tpr.scoring.text
-SCORERS = ("rouge", "rouge-perl", "meteor", "bleu")
-SENTENCE_SPLITS = ("files2rouge", "punct", "none")
-DEFAULT_SENTENCE_SPLIT = "files2rouge"
+# the parser's choices (fairseq_tpr/choices.py: the scorers' modules import torch and fairseq)
+SCORERS = SCORER_KEYS
 
 
 def build_parser():

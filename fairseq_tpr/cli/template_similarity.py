@@ -44,12 +44,11 @@ import sys
 import warnings
 
 from fairseq_tpr import register
+from fairseq_tpr.choices import SIMILARITY_BATCH_SIZE
 from fairseq_tpr.errors import command
 
 PROG = "fairseq-tpr-template-similarity"
-# fairseq_tpr.analysis.template_similarity.DEFAULT_BATCH_SIZE, without importing torch (for --help;
-# tests/test_cli_startup.py checks it)
-DEFAULT_BATCH_SIZE = 64
+DEFAULT_BATCH_SIZE = SIMILARITY_BATCH_SIZE  # fairseq_tpr/choices.py, read before torch is imported
 
 
 def build_parser():

@@ -42,10 +42,11 @@ from .training import Validation, optimizer_step, train_early_stopping
 from .tree_encoding import TreeEncoding, boundaries, build_tree, encode
 from ..corpora.ptb_trees import Tree, add_top, normalize, read_trees, strip_top
 from .unbinding_dump import UnbindingDump, load_unbinding
+from ..choices import GRAMMAR_SPLITS
 
 CKPT_FORMAT = "fairseq_tpr.parser/1"
 PAD, UNK = "<pad>", "<unk>"
-SPLITS = ("train", "valid", "test")
+SPLITS = GRAMMAR_SPLITS
 MODEL_KEYS = ("features", "segment_target", "layer_input", "hidden", "rank", "word_dim", "dropout", "word_dropout")
 
 

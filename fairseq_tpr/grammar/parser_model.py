@@ -44,10 +44,9 @@ import torch.nn.functional as F
 
 from ..modules.factored_linear import FactoredLinear
 from ..modules.pos_tagger import BLSTMContext, FactoredScorer
+from ..choices import LAYER_INPUTS, PARSER_FEATURES, SEGMENT_TARGETS
 
-FEATURES = ("unbinding", "words")
-SEGMENT_TARGETS = ("parity", "boundary")
-LAYER_INPUTS = ("u", "u+prev")
+FEATURES = PARSER_FEATURES
 
 
 class LayerNet(nn.Module):

@@ -30,10 +30,11 @@ from ..errors import CheckpointError, ConfigError, InputError
 from ..modules.pos_tagger import BiLSTMPosTagger, tagging_loss
 from .training import Validation, optimizer_step, train_early_stopping
 from .unbinding_dump import check_alignment, load_unbinding
+from ..choices import GRAMMAR_SPLITS
 
 CKPT_FORMAT = "fairseq_tpr.pos_tagger/1"
 PAD, UNK = "<pad>", "<unk>"
-SPLITS = ("train", "valid", "test")
+SPLITS = GRAMMAR_SPLITS
 MODEL_KEYS = ("features", "scorer", "context", "hidden", "rank", "word_dim", "dropout", "word_dropout")
 
 

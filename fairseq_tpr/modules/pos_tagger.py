@@ -54,10 +54,9 @@ import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .factored_linear import FactoredLinear
+from ..choices import POS_CONTEXTS, POS_FEATURES, POS_SCORERS
 
-FEATURES = ("unbinding", "words", "both")
-SCORERS = ("factored", "linear")
-CONTEXTS = ("blstm", "none")
+FEATURES, SCORERS, CONTEXTS = POS_FEATURES, POS_SCORERS, POS_CONTEXTS
 
 
 class UnbindingInput(nn.Module):

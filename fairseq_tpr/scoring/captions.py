@@ -14,8 +14,9 @@ from importlib.util import find_spec
 from ..errors import DependencyError, InputError
 from . import inputs
 from .generate_log import parse_generate_log
+from ..choices import CAPTION_METRICS
 
-METRICS = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr")
+METRICS = CAPTION_METRICS
 
 
 def read_lines(path, what="caption"):

@@ -14,8 +14,8 @@ counts n-grams over the whole summary in both. The rules (``SENTENCE_SPLITS``):
 import re
 import unicodedata
 
-SENTENCE_SPLITS = ("files2rouge", "punct", "none")
-DEFAULT_SENTENCE_SPLIT = "files2rouge"
+from ..choices import DEFAULT_SENTENCE_SPLIT, SENTENCE_SPLITS
+
 
 FAIRSEQ_UNK = "<unk>"  # how fairseq-generate prints an unknown word in H-/D- lines (T- lines: <<unk>>)
 _PUNCT_SPLIT = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
