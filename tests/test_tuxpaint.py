@@ -1,5 +1,6 @@
 """corpora/tuxpaint.py on a small stamps tree in the Debian package's layout (CATEGORY/.../NAME.txt
 next to NAME.png or NAME.svg, the English line first and one LOCALE.utf8= line per translation)."""
+import argparse
 import json
 import os
 import stat
@@ -250,7 +251,7 @@ def test_fetch_extracts_only_the_stamps_of_the_deb(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(tp, "apt_update", lambda *args: calls.append(("update", args[0])))
     monkeypatch.setattr(tp, "apt_download", lambda apt_dir, package, debs: calls.append(("download", package)) or deb)
-    args = tp.argparse.Namespace(refresh_lists=False, mirror="m", suite="s", components="main", arch="amd64",
+    args = argparse.Namespace(refresh_lists=False, mirror="m", suite="s", components="main", arch="amd64",
                                  keyring="k")
     stamps = tp.fetch(tmp_path / "out", args)
     assert stamps == tmp_path / "out" / "stamps" and [c[0] for c in calls] == ["update", "download"]

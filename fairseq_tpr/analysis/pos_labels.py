@@ -29,7 +29,6 @@ The tags are automatic, not gold: this PCFG tags one-line package synopses (most
 phrases) with errors (``headers/VBZ`` in ``development libs and headers``). The probe compares
 representations on the same labels, so the noise lowers every score alike.
 """
-import argparse
 import collections
 import importlib.util
 import os
@@ -44,6 +43,7 @@ from typing import Dict, List, Sequence, Tuple
 from tqdm import tqdm
 
 from ..errors import DependencyError, InputError
+from ..helpdoc import doc_parser
 
 SPACE = "\u2581"  # sentencepiece's word-boundary mark
 _TOKEN = re.compile(r"\w+(?:[-'./+#:@]\w+)*[+#]*|[^\w\s]")
@@ -182,9 +182,7 @@ def load_pieces(data: str, split: str, side: str, other: str) -> Tuple[str, List
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    p = doc_parser(__doc__)
     p.add_argument("data", help="data-bin of fairseq-preprocess (sentencepiece pieces)")
     p.add_argument("split")
     p.add_argument("out", help="label file to write (one line per example)")

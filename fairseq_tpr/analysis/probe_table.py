@@ -10,7 +10,6 @@ the input token alone and the position alone (:func:`fairseq_tpr.analysis.probe.
 :func:`~fairseq_tpr.analysis.probe.by_position`), which depend on the labels and tokens only.
 ``--json`` writes the same figures, macro-F1 included.
 """
-import argparse
 import json
 import sys
 from typing import Dict, List, Tuple
@@ -18,6 +17,7 @@ from typing import Dict, List, Tuple
 from ..errors import InputError
 from .probe import BASELINES
 from .results_table import mean_sd
+from ..helpdoc import doc_parser
 
 ORDER = ("role", "filler", "tpr", "layer")
 
@@ -90,9 +90,7 @@ def build(runs: List[Tuple[str, List[dict]]]) -> Tuple[str, Dict]:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    p = doc_parser(__doc__)
     p.add_argument("runs", nargs="+", metavar="NAME=PROBE.json[,PROBE.json ...]")
     p.add_argument("--json", help="also write the figures here")
     a = p.parse_args(argv)

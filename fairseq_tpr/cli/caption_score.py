@@ -19,7 +19,6 @@ Example::
         --gen-subset test --beam 3 --required-batch-size-multiple 1 > gen.log
     fairseq-tpr-caption-score --data DATA --split test --generate-log gen.log --json scores.json
 """
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -27,14 +26,13 @@ from pathlib import Path
 from fairseq_tpr import register
 from fairseq_tpr.choices import CAPTION_METRICS
 from fairseq_tpr.errors import InputError, command
+from fairseq_tpr.helpdoc import doc_parser
 
 METRICS = CAPTION_METRICS  # fairseq_tpr/choices.py, read before the scorers are imported
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    parser = doc_parser(__doc__)
     parser.add_argument("--data", help="captioning data dir: defaults for --refs/--ref-images/--hyp-images")
     parser.add_argument("--split", default="test")
     src = parser.add_mutually_exclusive_group(required=True)

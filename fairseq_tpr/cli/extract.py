@@ -22,7 +22,6 @@ counts them as the authors do.
 ``--score`` then runs ``fairseq-tpr-score --hyp OUT --ref DATA/SPLIT.ref.txt``
 (``--sentence-split punct`` by default) and prints its table; ``--selected FILE`` writes the chosen unit indices (0-based) per document.
 """
-import argparse
 import json
 import subprocess
 import sys
@@ -30,12 +29,11 @@ from pathlib import Path
 
 from fairseq_tpr import register
 from fairseq_tpr.errors import command
+from fairseq_tpr.helpdoc import doc_parser
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="fairseq-tpr-extract", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    p = doc_parser(__doc__, prog="fairseq-tpr-extract")
     p.add_argument("--data", required=True, help="extractive data directory")
     p.add_argument("--path", required=True, help="checkpoint")
     p.add_argument("--split", default="test")

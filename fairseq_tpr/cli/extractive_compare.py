@@ -16,12 +16,12 @@ when every run's metrics are equal, which makes it a check of the control itself
 that differs is flagged ``DIFFERS`` (the trees leaked into a model that should not see them, or the
 training is not deterministic). Lead and Oracle rows are compared the same way (they must be equal).
 """
-import argparse
 import json
 import re
 import sys
 from pathlib import Path
 from fairseq_tpr.errors import command
+from fairseq_tpr.helpdoc import doc_parser
 
 NAMES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L",
          "picks_first": "picks unit 1", "oracle_precision": "picks the oracle unit"}
@@ -94,9 +94,7 @@ def markdown(rows, metrics, labels):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="fairseq-tpr-extractive-compare", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    p = doc_parser(__doc__, prog="fairseq-tpr-extractive-compare")
     p.add_argument("a", help="table.json of fairseq-tpr-extractive-table (e.g. RST trees)")
     p.add_argument("b", help="table.json to compare with (e.g. random trees)")
     p.add_argument("--labels", nargs=2, default=["A", "B"], metavar=("LABEL_A", "LABEL_B"))

@@ -26,19 +26,17 @@ name must have the same attention, heads and parameter counts, or the command st
 ``--selection-stats`` adds two columns: the share of documents whose selection holds unit 1 (how
 often the model acts as Lead) and the share of selected units that the oracle also picked.
 """
-import argparse
 import json
 import sys
 from pathlib import Path
 
 from fairseq_tpr import register
 from fairseq_tpr.errors import command
+from fairseq_tpr.helpdoc import doc_parser
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="fairseq-tpr-extractive-table", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    p = doc_parser(__doc__, prog="fairseq-tpr-extractive-table")
     p.add_argument("checkpoints", nargs="*", metavar="[NAME=]CHECKPOINT")
     p.add_argument("--data", help="the data directory of the table (required unless --from-json)")
     p.add_argument("--from-json", type=Path, metavar="JSON",

@@ -16,19 +16,17 @@ read as ``<unk>`` (counted in the summary line printed on stdout). ``U.npz`` hol
 The checkpoint's task (``translation``) needs its dictionaries: they are read from the data
 directory stored in the checkpoint, or from ``--data DIR`` when it moved.
 """
-import argparse
 import sys
 from pathlib import Path
 
 from fairseq_tpr import register
 from fairseq_tpr.errors import InputError
 from fairseq_tpr.errors import command
+from fairseq_tpr.helpdoc import doc_parser
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    parser = doc_parser(__doc__)
     parser.add_argument("--path", required=True, help="ATPL autoencoder checkpoint")
     parser.add_argument("--input", required=True, help="one whitespace-tokenised sentence per line")
     parser.add_argument("--out", required=True, help="output .npz")

@@ -79,7 +79,6 @@ file and line),
 documents longer than ``--max-units`` (error, or with ``--truncate`` the document, labels and a
 right-branching tree are cut; RST trees cannot be cut).
 """
-import argparse
 import contextlib
 import json
 import os
@@ -99,6 +98,7 @@ from ..modules.tree_attention import (DEPENDENCY_CONVERSIONS, NUCLEUS, random_tr
                                       tree_to_arrays)
 from .rawio import read_lines, read_text
 from .rst_trees import RELATION_CLASSES, read_tree, sentence_marks
+from ..helpdoc import doc_parser
 
 ORACLE_K = {"sentence": 3, "edu": 6}
 
@@ -524,9 +524,7 @@ def build_split(pref, split, args, encoder, writer_cls=SplitWriter):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    parser = doc_parser(__doc__)
     parser.add_argument("--destdir", required=True)
     for s in ("train", "valid", "test"):
         parser.add_argument(f"--{s}pref", help=f"{s} inputs: PREF.jsonl, or PREF.doc + PREF.sum")

@@ -30,7 +30,6 @@ resized to 224, centred on a white 224 x 224 square. Pixel values: ImageNet mean
 ResNet-152; ``(x - 127) / 128`` on 0..255 for EfficientNet-Lite0 (the TensorFlow Lite models'
 input scaling: on 16 stamp photos it names 14 right at top-1, the ImageNet mean/std about 10).
 """
-import argparse
 import json
 import logging
 import sys
@@ -39,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, DependencyError, InputError
+from ..helpdoc import doc_parser
 
 EXTS = {".jpg", ".jpeg", ".png", ".bmp"}
 SIZE, RESIZE = 224, 256
@@ -252,9 +252,7 @@ def extract(images, out, cnn="resnet152", fit="crop", weights=None, batch_size=3
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    parser = doc_parser(__doc__)
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--karpathy", help="dataset_coco.json (its filepath/filename under --image-root)")
     src.add_argument("--image-dir", help="a directory of images (ids are the file stems)")

@@ -51,7 +51,6 @@ Errors: a missing ``apt-get``, ``dpkg-deb`` or ``groff`` is a DependencyError sa
 install; a package apt cannot find, an unreadable page directory or a split left empty an
 InputError; a bad option a ConfigError.
 """
-import argparse
 import gzip
 import json
 import os
@@ -67,6 +66,7 @@ from ..errors import ConfigError, DependencyError, InputError
 from .debian import add_apt_args, apt_update
 from .debian_extractive import SENT
 from .rawio import SPLITS, normalise
+from ..helpdoc import doc_parser
 
 # Binary packages of Debian 12 (bookworm) main that ship English manual pages with prose
 # DESCRIPTION sections, from many source packages (the split is by source package): the C library
@@ -459,9 +459,7 @@ def assign_splits(docs, valid_percent, test_percent, seed):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="preprocess/manpages.sh", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    parser = doc_parser(__doc__, prog="preprocess/manpages.sh")
     parser.add_argument("out", type=Path, help="output directory (SPLIT.jsonl, corpus.json; apt/, debs/, pages/, "
                                                "rendered/ when fetching)")
     g = parser.add_argument_group("pages")

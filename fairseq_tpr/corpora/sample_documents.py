@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, InputError
 from .rawio import SPLITS, read_lines
+from ..helpdoc import doc_parser
 
 
 def count(value):
@@ -65,9 +66,7 @@ def read_documents(path):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="sample_documents", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    p = doc_parser(__doc__, prog="sample_documents")
     p.add_argument("corpus", help="directory with train.jsonl, valid.jsonl, test.jsonl")
     p.add_argument("out", help="output directory (SPLIT.jsonl, sample.json)")
     for split in SPLITS:

@@ -57,7 +57,6 @@ Errors: a missing ``apt-get`` or ``dpkg-deb`` or a missing ``[stamps]`` extra is
 saying what to install; a stamps directory without stamps or a split left empty an InputError; a
 bad option a ConfigError.
 """
-import argparse
 import json
 import random
 import re
@@ -75,6 +74,7 @@ from ..errors import ConfigError, DependencyError, InputError
 from . import captions, image_features
 from .debian import add_apt_args, apt_download, apt_update, deb_extract, deb_fields
 from .rawio import SPLITS, read_lines
+from ..helpdoc import doc_parser
 
 PACKAGE = "tuxpaint-stamps-default"
 STAMPS_MEMBER = "usr/share/tuxpaint/stamps"
@@ -336,9 +336,7 @@ def write_raw(parts, feats, rows, raw):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="preprocess/tuxpaint.sh", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    parser = doc_parser(__doc__, prog="preprocess/tuxpaint.sh")
     parser.add_argument("out", type=Path, help="output directory (raw/, bin/, images/, features/, corpus.json; "
                                                "apt/, debs/, stamps/ when fetching)")
     g = parser.add_argument_group("stamps")
