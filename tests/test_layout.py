@@ -180,3 +180,19 @@ def test_the_cycle_finder_finds_a_circle():
 def test_no_import_circle_inside_the_package():
     cycles = _cycles(_graph())
     assert not cycles, "import circles (each room must import one way):\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_console_scripts_stay_thin():
+    """docs/architecture.md: a console script is argument parsing and a call into the library,
+    under 200 lines; and no module keeps an error class of its own (errors.py has them all)."""
+    long = [f"{p.relative_to(REPO)}: {n} lines" for p in sorted((PACKAGE / "cli").glob("*.py"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) >= 200]
+    assert not long, "console scripts of 200 lines or more:\n" + "\n".join(long)
+    for path in MODULES:
+        if path.name == "errors.py" or path.name == "math_dataset.py":  # math_dataset: its stand-ins when run by path
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                bases = {getattr(b, "id", getattr(b, "attr", "")) for b in node.bases}
+                assert not bases & {"ValueError", "RuntimeError", "FairseqTprError"}, (
+                    f"{path.relative_to(REPO)}: error class {node.name}: raise one of fairseq_tpr.errors' classes")
