@@ -236,15 +236,20 @@ def encode_all(encode, lines, chunk=20000):
 
 
 def fairseq_preprocess(bpe_dir, dest, src_lang, tgt_lang, workers):
-    """``fairseq-preprocess --joined-dictionary`` in this process (saves a second torch import)."""
+    """``fairseq-preprocess --joined-dictionary`` of ``bpe_dir/{split}.{src_lang,tgt_lang}`` in this
+    process (saves a second torch import); with ``src_lang`` and ``tgt_lang`` None,
+    ``fairseq-preprocess --only-source`` of ``bpe_dir/{split}.txt`` (``dict.txt`` and
+    ``{split}.bin``, as ``--task language_modeling`` reads them)."""
     from fairseq import options
     from fairseq_cli import preprocess
 
-    argv = ["--source-lang", src_lang, "--target-lang", tgt_lang, "--joined-dictionary",
-            "--destdir", str(dest), "--workers", str(workers)]
+    monolingual = src_lang is None and tgt_lang is None
+    argv = ["--only-source"] if monolingual else ["--source-lang", src_lang, "--target-lang", tgt_lang,
+                                                   "--joined-dictionary"]
+    argv += ["--destdir", str(dest), "--workers", str(workers)]
     for split in SPLITS:
         flag = "--trainpref" if split == "train" else f"--{split}pref"
-        argv += [flag, str(Path(bpe_dir) / split)]
+        argv += [flag, str(Path(bpe_dir) / (f"{split}.txt" if monolingual else split))]
     args = options.get_preprocessing_parser().parse_args(argv)
     logger = logging.getLogger("fairseq_cli.preprocess")
     handlers = list(logger.handlers)

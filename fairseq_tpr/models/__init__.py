@@ -2,7 +2,7 @@
 importing it registers its models and then the whole plugin (:func:`fairseq_tpr.register`:
 criterions, the scorer, the checkpoint types, the fixes)."""
 from .. import register
-from . import matched_transformers, tp_transformer, tp_transformer_d  # noqa: F401
+from . import matched_transformers, tp_transformer, tp_transformer_d, tp_transformer_lm  # noqa: F401
 from . import atpl, nic  # noqa: F401
 from . import sttr  # noqa: F401
 from . import discourse_synthesizer  # noqa: F401

@@ -28,6 +28,19 @@ from .tpr_transformer_base import TPRTransformerModelBase
 FFN_INITS = ("torch", "xavier")
 
 
+def add_continuous_role_args(parser) -> None:
+    """The options of the continuous-role models (encoder-decoder and language model):
+    ``--no-embedding-roles``, ``--position-table``, ``--ffn-init``."""
+    parser.add_argument("--no-embedding-roles", action="store_true",
+                        help="drop the embedding-level role binding of Eq. 2 (z0 = e * r)")
+    parser.add_argument("--position-table", choices=POSITION_TABLES,
+                        help="sinusoidal positions: fairseq (default; sines then cosines, as the matched "
+                             "transformer) or interleaved (sin/cos alternating, 10000^(-2i/d), as the authors' code)")
+    parser.add_argument("--ffn-init", choices=FFN_INITS,
+                        help="feed-forward weights: torch (default; nn.Linear's, as fairseq's transformer) or "
+                             "xavier (Xavier uniform, as the paper and the authors' code)")
+
+
 @register_model("tp_transformer")
 class TPTransformerModel(TPRTransformerModelBase):
     """Encoder-decoder TP-Transformer with continuous roles (see module docstring)."""
@@ -38,17 +51,10 @@ class TPTransformerModel(TPRTransformerModelBase):
     @classmethod
     def add_args(cls, parser):
         super().add_args(parser)
-        parser.add_argument("--no-embedding-roles", action="store_true",
-                            help="drop the embedding-level role binding of Eq. 2 (z0 = e * r)")
-        parser.add_argument("--position-table", choices=POSITION_TABLES,
-                            help="sinusoidal positions: fairseq (default; sines then cosines, as the matched "
-                                 "transformer) or interleaved (sin/cos alternating, 10000^(-2i/d), as the authors' code)")
+        add_continuous_role_args(parser)
         parser.add_argument("--share-embedding-roles", action="store_true",
                             help="one Eq. 2 role projection W^(p), b^(p) for source and target embeddings, as the "
                                  "authors' code (default: one per side)")
-        parser.add_argument("--ffn-init", choices=FFN_INITS,
-                            help="feed-forward weights: torch (default; nn.Linear's, as fairseq's transformer) or "
-                                 "xavier (Xavier uniform, as the paper and the authors' code)")
 
     @classmethod
     def embedding_binding(cls, args):
@@ -58,17 +64,7 @@ class TPTransformerModel(TPRTransformerModelBase):
     def check_options(cls, args, task):
         super().check_options(args, task)
         arch = getattr(args, "arch", "tp_transformer")
-        table = getattr(args, "position_table", "fairseq")
-        if table not in POSITION_TABLES:
-            raise ConfigError(f"--position-table must be one of {', '.join(POSITION_TABLES)} (got {table!r})")
-        if table == "interleaved":
-            for side in ("encoder", "decoder"):
-                if getattr(args, f"{side}_learned_pos", False) or getattr(args, "no_token_positional_embeddings", False):
-                    raise ConfigError(f"--position-table interleaved is a sinusoidal table: drop --{side}-learned-pos "
-                                      "and --no-token-positional-embeddings, or the --position-table flag.")
-                if getattr(args, f"{side}_embed_dim") % 2:
-                    raise ConfigError(f"--position-table interleaved needs an even --{side}-embed-dim "
-                                      f"(got {getattr(args, f'{side}_embed_dim')}).")
+        check_position_table(args, ("encoder", "decoder"))
         if getattr(args, "share_embedding_roles", False):
             if getattr(args, "no_embedding_roles", False) or getattr(args, "tpr_in", "both") != "both":
                 raise ConfigError(f"--share-embedding-roles shares the Eq. 2 binding of source and target: it needs "
@@ -77,8 +73,7 @@ class TPTransformerModel(TPRTransformerModelBase):
             if args.encoder_embed_dim != args.decoder_embed_dim:
                 raise ConfigError(f"--share-embedding-roles needs --encoder-embed-dim ({args.encoder_embed_dim}) equal "
                                   f"to --decoder-embed-dim ({args.decoder_embed_dim}).")
-        if getattr(args, "ffn_init", "torch") not in FFN_INITS:
-            raise ConfigError(f"--ffn-init must be one of {', '.join(FFN_INITS)} (got {args.ffn_init!r})")
+        check_ffn_init(args)
 
     @classmethod
     def build_checked_model(cls, args, task):
@@ -92,6 +87,28 @@ class TPTransformerModel(TPRTransformerModelBase):
         if getattr(args, "ffn_init", "torch") == "xavier":
             xavier_feed_forward(model)
         return model
+
+
+def check_position_table(args, sides) -> None:
+    """``--position-table``: a known table; ``interleaved`` needs sinusoidal positions and an even
+    embedding size on every side of ``sides``."""
+    table = getattr(args, "position_table", "fairseq")
+    if table not in POSITION_TABLES:
+        raise ConfigError(f"--position-table must be one of {', '.join(POSITION_TABLES)} (got {table!r})")
+    if table != "interleaved":
+        return
+    for side in sides:
+        if getattr(args, f"{side}_learned_pos", False) or getattr(args, "no_token_positional_embeddings", False):
+            raise ConfigError(f"--position-table interleaved is a sinusoidal table: drop --{side}-learned-pos "
+                              "and --no-token-positional-embeddings, or the --position-table flag.")
+        if getattr(args, f"{side}_embed_dim") % 2:
+            raise ConfigError(f"--position-table interleaved needs an even --{side}-embed-dim "
+                              f"(got {getattr(args, f'{side}_embed_dim')}).")
+
+
+def check_ffn_init(args) -> None:
+    if getattr(args, "ffn_init", "torch") not in FFN_INITS:
+        raise ConfigError(f"--ffn-init must be one of {', '.join(FFN_INITS)} (got {args.ffn_init!r})")
 
 
 def interleaved_positions(table: SinusoidalPositionalEmbedding) -> InterleavedSinusoidalPositionalEmbedding:

@@ -1,0 +1,254 @@
+"""TP-Transformer language models: fairseq's decoder-only ``transformer_lm`` with TPR binding,
+for ``--task language_modeling`` (``fairseq-train``, ``-validate``, ``-eval-lm``, ``-interactive``,
+``fairseq-hydra-train``, the hub's ``sample``/``score``).
+
+* ``--arch tp_transformer_lm*`` (continuous roles, Schlag et al. 2019): every cell's self-attention
+  is TP-Multi-Head Attention (Eq. 3-6, :class:`~fairseq_tpr.modules.TPDecoderLayer` without
+  cross-attention), and the embedding layer binds a role to each symbol (Eq. 2,
+  :class:`~fairseq_tpr.modules.EmbeddingRoleBinding`; ``--no-embedding-roles`` drops it).
+  ``--position-table`` and ``--ffn-init`` as for ``tp_transformer``.
+* ``--arch tp_transformer_d_lm*`` (a role dictionary, Jiang et al. 2021): after every self-attention
+  sublayer's residual, ``TPR(F) = R * F + F`` with ``R_h = softmax(F W_r^h) r_hat`` (Eq. 3-6,
+  :class:`~fairseq_tpr.modules.RoleDecoderLayer` without cross-attention); ``--num-roles``,
+  ``--role-dim``, ``--role-temperature``, ``--role-scorer``, ``--role-init``, ``--role-kernel`` as for
+  ``tp_transformer_d``. The role distributions of every binding come back in
+  ``extra["role_attn"]`` (name -> ``T x B x H x N_r``); ``--criterion cross_entropy_with_roles``
+  logs how one-hot they are.
+* ``--arch transformer_lm_tp*`` (``transformer_lm_tp_d*`` is the same preset): fairseq's own
+  ``transformer_lm`` with the same sizes, the plain baseline one ``--arch`` away.
+
+Each model is fairseq's :class:`TransformerLanguageModel`: its ``build_model`` makes the token
+embedding (plain, ``--adaptive-input`` or ``--character-embeddings``), fills
+``--max-target-positions`` from ``--tokens-per-sample`` and builds fairseq's decoder; the class then
+builds its decoder with the same embedding from fairseq's :class:`TransformerDecoder` whose cells
+come from the variant's layer class (:class:`~.tpr_transformer_base.TPRTransformerDecoder`) and
+drops fairseq's (building it costs one decoder's initialisation, ~1 s at paper size; copying
+fairseq's embedding code instead would fork it). Cells are pre-LN, as ``transformer_lm`` forces.
+
+Presets (all share input and output embeddings, sinusoidal positions, pre-LN):
+
+==================  =========================================  =================================
+size                TP presets                                 sizes
+==================  =========================================  =================================
+paper               ``tp_transformer_lm``, ``tp_transformer_d_lm``,  d 512, 6 layers, 8 heads, d_ff 2048,
+                    ``transformer_lm_tp`` (= ``transformer_lm``'s)  dropout 0.1; N_r 50, d_r 64
+small               ``*_small``                                 d 128, 3 layers, 4 heads, d_ff 512,
+                                                               dropout 0.1; N_r 20, d_r 32
+tiny (tests)        ``*_tiny``                                  d 64, 2 layers, 4 heads, d_ff 128,
+                                                               dropout 0; N_r 8, d_r 16
+==================  =========================================  =================================
+"""
+from typing import Optional, Type
+
+import torch.nn as nn
+from fairseq.dataclass.utils import gen_parser_from_dataclass
+from fairseq.models import register_model, register_model_architecture
+from fairseq.models.transformer_lm import TransformerLanguageModel, TransformerLanguageModelConfig, base_lm_architecture
+
+from ..errors import ConfigError
+from ..modules import EmbeddingRoleBinding, RoleDecoderLayer, TPDecoderLayer
+from .checks import ChecksOptions, check_heads_divide, check_num_roles, check_role_dim, task_dictionary
+from .presets import set_defaults
+from .role_capture import ReturnsRoleAttention
+from .tp_transformer import (add_continuous_role_args, check_ffn_init, check_position_table, interleaved_positions,
+                             xavier_feed_forward)
+from .tp_transformer_d import add_role_study_args
+from .tpr_transformer_base import TPRTransformerDecoder, explain_state_dict_mismatch
+
+
+class TPRLanguageModelBase(ChecksOptions, TransformerLanguageModel):
+    """What the two TPR language models share: fairseq's ``transformer_lm`` options, the checks of
+    the task and the positions, the decoder built from ``decoder_layer``, the checkpoint check."""
+
+    family = "TPR language model"
+    unsupported_options = ("cross_self_attention",)
+    decoder_layer: Type[nn.Module]
+
+    @classmethod
+    def add_args(cls, parser):
+        """fairseq's ``transformer_lm`` options (its dataclass; the presets fill the defaults)."""
+        gen_parser_from_dataclass(parser, TransformerLanguageModelConfig(), delete_default=True)
+
+    @classmethod
+    def check_options(cls, args, task):
+        """A language-modelling task with a dictionary, and samples that fit the positions."""
+        arch = getattr(args, "arch", cls.__name__)
+        task_cfg = getattr(task, "cfg", None) or getattr(task, "args", None)
+        tokens = getattr(task_cfg, "tokens_per_sample", None)
+        if tokens is None or task_dictionary(task, "target") is None:
+            raise ConfigError(f"--arch {arch} is a language model: use --task language_modeling (a data directory "
+                              f"with dict.txt from `fairseq-preprocess --only-source`), not --task "
+                              f"{getattr(task_cfg, '_name', None) or getattr(args, 'task', '?')}.")
+        positions = getattr(args, "max_target_positions", None)
+        if positions is not None and tokens > positions:
+            raise ConfigError(
+                f"--tokens-per-sample {tokens} is above the positions of the model (--arch {arch}: "
+                f"--max-target-positions {positions}, as it was trained). Pass --tokens-per-sample {positions} or less "
+                f"(fairseq-eval-lm: with --context-window to score each token with more context).")
+        for opt in cls.unsupported_options:
+            if getattr(args, opt, False):
+                raise ConfigError(f"--{opt.replace('_', '-')} is not supported by --arch {arch}; drop the flag.")
+        check_heads_divide(args, sides=("decoder",))
+
+    @classmethod
+    def embedding_binding(cls, args) -> Optional[Type[nn.Module]]:
+        """The module for the decoder's ``layernorm_embedding`` slot, or None."""
+        return None
+
+    @classmethod
+    def build_checked_model(cls, args, task):
+        """fairseq's build (embedding, positions, defaults), then the decoder with the variant's cells."""
+        fairseq_model = super().build_checked_model(args, task)
+        decoder = TPRTransformerDecoder(args, task.target_dictionary, fairseq_model.decoder.embed_tokens,
+                                        cls.decoder_layer, cls.embedding_binding(args), no_encoder_attn=True)
+        return cls(decoder)
+
+    def load_state_dict(self, state_dict, strict=True, model_cfg=None, args=None):
+        if strict:
+            explain_state_dict_mismatch(self, state_dict, self.family)
+        return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)
+
+
+@register_model("tp_transformer_lm")
+class TPTransformerLanguageModel(TPRLanguageModelBase):
+    """Decoder-only TP-Transformer with continuous roles (module docstring)."""
+
+    family = "continuous-role TP-Transformer language model"
+    decoder_layer = TPDecoderLayer
+
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        add_continuous_role_args(parser)
+
+    @classmethod
+    def check_options(cls, args, task):
+        super().check_options(args, task)
+        check_position_table(args, ("decoder",))
+        check_ffn_init(args)
+
+    @classmethod
+    def embedding_binding(cls, args):
+        return None if getattr(args, "no_embedding_roles", False) else EmbeddingRoleBinding
+
+    @classmethod
+    def build_checked_model(cls, args, task):
+        model = super().build_checked_model(args, task)
+        if getattr(args, "position_table", "fairseq") == "interleaved":
+            model.decoder.embed_positions = interleaved_positions(model.decoder.embed_positions)
+        if getattr(args, "ffn_init", "torch") == "xavier":
+            xavier_feed_forward(model)
+        return model
+
+
+@register_model("tp_transformer_d_lm")
+class TPTransformerDLanguageModel(ReturnsRoleAttention, TPRLanguageModelBase):
+    """Decoder-only TP-Transformer with a role dictionary after every self-attention sublayer."""
+
+    family = "discrete-role TP-Transformer language model"
+    unsupported_options = ("cross_self_attention", "scale_attn", "scale_fc", "scale_heads", "scale_resids")
+    decoder_layer = RoleDecoderLayer
+
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        parser.add_argument("--num-roles", type=int, metavar="N_r", help="role embeddings per dictionary (N_r)")
+        parser.add_argument("--role-dim", type=int, metavar="d_r",
+                            help="size of a role embedding (d_r); heads x d_r must equal the embedding size")
+        add_role_study_args(parser)
+
+    @classmethod
+    def check_options(cls, args, task):
+        super().check_options(args, task)
+        check_num_roles(args, getattr(args, "arch", "tp_transformer_d_lm"))
+        check_role_dim(args, "decoder")
+
+    def forward(self, src_tokens, **kwargs):
+        """As fairseq's (``src_tokens``: ``B x T``, returns ``B x T x V`` logits and ``extra``), plus
+        ``extra["role_attn"]``: binding name (``decoder.layers.0.self_attn_roles``, ...) -> role
+        distributions ``T x B x H x N_r`` (fp32) of this call."""
+        with self.role_attention() as role_attn:
+            x, extra = super().forward(src_tokens, **kwargs)
+        extra["role_attn"] = role_attn
+        return x, extra
+
+
+# ----------------------------------------------------------------------------- presets
+# the plain presets give the sizes; each TP preset is its plain preset plus the binding's options
+
+
+@register_model_architecture("transformer_lm", "transformer_lm_tp")
+@register_model_architecture("transformer_lm", "transformer_lm_tp_d")
+def transformer_lm_tp(args):
+    """``transformer_lm``'s sizes (d 512, 6 layers, 8 heads, d_ff 2048, dropout 0.1, pre-LN, sinusoidal
+    positions) with tied input and output embeddings."""
+    set_defaults(args, share_decoder_input_output_embed=True)
+    base_lm_architecture(args)
+
+
+@register_model_architecture("transformer_lm", "transformer_lm_tp_small")
+@register_model_architecture("transformer_lm", "transformer_lm_tp_d_small")
+def transformer_lm_tp_small(args):
+    """The CPU size of the perplexity table: d 128, 3 layers, 4 heads, d_ff 512, dropout 0.1."""
+    set_defaults(args, decoder_embed_dim=128, decoder_ffn_embed_dim=512, decoder_layers=3, decoder_attention_heads=4)
+    transformer_lm_tp(args)
+
+
+@register_model_architecture("transformer_lm", "transformer_lm_tp_tiny")
+@register_model_architecture("transformer_lm", "transformer_lm_tp_d_tiny")
+def transformer_lm_tp_tiny(args):
+    """For tests and CPU demos: d 64, 2 layers, 4 heads, d_ff 128, dropout 0."""
+    set_defaults(args, decoder_embed_dim=64, decoder_ffn_embed_dim=128, decoder_layers=2, decoder_attention_heads=4,
+                 dropout=0.0)
+    transformer_lm_tp(args)
+
+
+def _continuous(args):
+    set_defaults(args, no_embedding_roles=False, position_table="fairseq", ffn_init="torch")
+
+
+def _discrete(args, num_roles: int, role_dim: int):
+    set_defaults(args, num_roles=num_roles, role_dim=role_dim, role_temperature=1.0, role_scorer="paper",
+                 role_init="normal", role_kernel="auto")
+
+
+@register_model_architecture("tp_transformer_lm", "tp_transformer_lm")
+def tp_transformer_lm(args):
+    """``transformer_lm_tp`` with TP attention and embedding roles."""
+    _continuous(args)
+    transformer_lm_tp(args)
+
+
+@register_model_architecture("tp_transformer_lm", "tp_transformer_lm_small")
+def tp_transformer_lm_small(args):
+    """``transformer_lm_tp_small`` with TP attention and embedding roles."""
+    _continuous(args)
+    transformer_lm_tp_small(args)
+
+
+@register_model_architecture("tp_transformer_lm", "tp_transformer_lm_tiny")
+def tp_transformer_lm_tiny(args):
+    """``transformer_lm_tp_tiny`` with TP attention and embedding roles."""
+    _continuous(args)
+    transformer_lm_tp_tiny(args)
+
+
+@register_model_architecture("tp_transformer_d_lm", "tp_transformer_d_lm")
+def tp_transformer_d_lm(args):
+    """``transformer_lm_tp_d`` with a role dictionary of N_r 50 roles of d_r 64 (Jiang et al.'s) per cell."""
+    _discrete(args, num_roles=50, role_dim=64)
+    transformer_lm_tp(args)
+
+
+@register_model_architecture("tp_transformer_d_lm", "tp_transformer_d_lm_small")
+def tp_transformer_d_lm_small(args):
+    """``transformer_lm_tp_d_small`` with a role dictionary of N_r 20 roles of d_r 32 per cell."""
+    _discrete(args, num_roles=20, role_dim=32)
+    transformer_lm_tp_small(args)
+
+
+@register_model_architecture("tp_transformer_d_lm", "tp_transformer_d_lm_tiny")
+def tp_transformer_d_lm_tiny(args):
+    """``transformer_lm_tp_d_tiny`` with a role dictionary of N_r 8 roles of d_r 16 per cell."""
+    _discrete(args, num_roles=8, role_dim=16)
+    transformer_lm_tp_tiny(args)
