@@ -17,26 +17,46 @@ from fairseq_tpr.corpora.synthetic import write_reversal_task
 USER_DIR = Path(fairseq_tpr.__file__).resolve().parent
 
 
+def preprocess_in_process(args):
+    """``fairseq_cli.preprocess.main(args)``, closing the FileHandler it adds to destdir/preprocess.log."""
+    from fairseq_cli import preprocess
+
+    log = logging.getLogger("fairseq_cli.preprocess")
+    handlers = list(log.handlers)
+    try:
+        preprocess.main(args)
+    finally:
+        for h in log.handlers[:]:
+            if h not in handlers:
+                log.removeHandler(h)
+                h.close()
+
+
 def binarize_reversal(root, n_train, n_valid=20, n_test=1):
     """The synthetic reversal task under ``root/raw``, binarized (joined dictionary) into
     ``root/bin``, which is returned."""
-    from fairseq_cli import preprocess
-
     root = Path(root)
     write_reversal_task(root / "raw", n_train, n_valid, n_test)
     args = options.get_preprocessing_parser().parse_args([
         "--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary", "--workers", "1",
         "--trainpref", str(root / "raw" / "train"), "--validpref", str(root / "raw" / "valid"),
         "--destdir", str(root / "bin")])
-    log = logging.getLogger("fairseq_cli.preprocess")
-    handlers = list(log.handlers)
-    try:
-        preprocess.main(args)
-    finally:  # main() adds a FileHandler to destdir/preprocess.log
-        for h in log.handlers[:]:
-            if h not in handlers:
-                log.removeHandler(h)
-                h.close()
+    preprocess_in_process(args)
+    return root / "bin"
+
+
+def binarize_lm(root, splits):
+    """``{split: [lines]}`` written to ``root/raw/{split}.txt`` and binarized with ``fairseq-preprocess
+    --only-source`` (``dict.txt``, as ``--task language_modeling`` reads it) into ``root/bin``, which is
+    returned."""
+    root = Path(root)
+    (root / "raw").mkdir(parents=True)
+    argv = ["--only-source", "--workers", "1", "--destdir", str(root / "bin")]
+    for split, lines in splits.items():
+        (root / "raw" / f"{split}.txt").write_text("".join(line + "\n" for line in lines))
+        argv += ["--trainpref" if split == "train" else f"--{split}pref", str(root / "raw" / f"{split}.txt")]
+    args = options.get_preprocessing_parser().parse_args(argv)
+    preprocess_in_process(args)
     return root / "bin"
 
 
