@@ -66,7 +66,10 @@ _CAPTION = ("captions", ("--task", "image_captioning", "--criterion", "label_smo
                          "--label-smoothing", "0.1"))
 _EXTRACT = ("extractive", ("--task", "extractive_summarization", "--max-units", "512", "--criterion", "extractive_bce",
                            "--pos-weight", "auto"))
+_LM = ("lm", ("--task", "language_modeling", "--tokens-per-sample", "128", "--sample-break-mode", "none",
+               "--criterion", "cross_entropy_with_roles"))
 CONFIGS = {
+    "tp_transformer_lm": _LM, "tp_transformer_d_lm": _LM, "transformer_lm_tp": _LM,
     "tp_transformer_math": _MATH, "transformer_tp_math": _MATH,
     "tp_transformer_wmt_en_de": _WMT, "transformer_tp_wmt_en_de": _WMT,
     "tp_transformer_d": _SUMM, "transformer_tp_d": _SUMM,
@@ -82,6 +85,9 @@ OPTIONS = {
     "tp_transformer": ({"model": {"no_embedding_roles": True}}, ["--no-embedding-roles"]),
     "tp_transformer_d": ({"model": {"num_roles": 5}}, ["--num-roles", "5"]),
     "transformer": ({"model": {"encoder_layers": 1}}, ["--encoder-layers", "1"]),
+    "tp_transformer_lm": ({"model": {"no_embedding_roles": True}}, ["--no-embedding-roles"]),
+    "tp_transformer_d_lm": ({"model": {"num_roles": 5}}, ["--num-roles", "5"]),
+    "transformer_lm_tp": ({"model": {"decoder_layers": 1}}, ["--decoder-layers", "1"]),
     "sttr": ({"model": {"template_mode": "concat", "tpr": "discrete"}, "criterion": {"template_mse_lambda": 0.0}},
              ["--template-mode", "concat", "--tpr", "discrete", "--template-mse-lambda", "0"]),  # no H_ts, no shifting loss
     "atpl": ({"model": {"share_filler_output_embed": True}}, ["--share-filler-output-embed"]),
@@ -90,11 +96,11 @@ OPTIONS = {
     "discourse_synthesizer": ({"model": {"attention": "dtree"}}, ["--attention", "dtree"]),
 }
 # archs of ~10M parameters or more (building them costs ~0.5 s each)
-LARGE = {"tp_transformer", "tp_transformer_math", "tp_transformer_wmt_en_de", "tp_transformer_d", "transformer_tp_math",
+LARGE = {"tp_transformer_lm", "tp_transformer_d_lm", "transformer_lm_tp", "transformer_lm_tp_d", "tp_transformer", "tp_transformer_math", "tp_transformer_wmt_en_de", "tp_transformer_d", "transformer_tp_math",
          "transformer_tp_wmt_en_de", "transformer_tp_d", "sttr", "sttr_gigaword", "discourse_synthesizer",
          "discourse_synthesizer_base", "discourse_synthesizer_balanced"}
 # left to `make test-slow`: the large archs other than the main paper presets (~2 s each with their compose)
-SLOW = LARGE - {"tp_transformer_math", "tp_transformer_d", "sttr_gigaword", "discourse_synthesizer_base",
+SLOW = LARGE - {"tp_transformer_lm", "tp_transformer_d_lm", "tp_transformer_math", "tp_transformer_d", "sttr_gigaword", "discourse_synthesizer_base",
                 "discourse_synthesizer_balanced"}
 
 
@@ -102,7 +108,8 @@ def config_of(arch):
     """The shipped config an arch is checked with: its own, else its family's."""
     if arch in CONFIGS:
         return arch
-    for prefix, config in (("tp_transformer_d", "tp_transformer_d"), ("tp_transformer", "tp_transformer_math"),
+    for prefix, config in (("tp_transformer_d_lm", "tp_transformer_d_lm"), ("tp_transformer_lm", "tp_transformer_lm"),
+                           ("transformer_lm_tp", "transformer_lm_tp"), ("tp_transformer_d", "tp_transformer_d"), ("tp_transformer", "tp_transformer_math"),
                            ("transformer_tp", "transformer_tp_math"), ("sttr", "sttr_gigaword"),
                            ("atpl_autoencoder", "atpl_autoencoder"), ("atpl", "atpl_coco"), ("nic", "nic"),
                            ("discourse_synthesizer", "discourse_synthesizer_base")):
@@ -140,6 +147,18 @@ def write_text(root, rng):
         raw[split] = {"src": src, "tgt": [" ".join(s.split()[::-1]) for s in src], "template": tpl}
         for lang, lines in raw[split].items():
             _binarize(root / f"{split}.src-tgt.{lang}", lines, d)
+    return raw
+
+
+def write_lm(root, rng):
+    """A language-modelling directory (dict.txt, {split}.bin) of lines of 3-10 words."""
+    root.mkdir()
+    d = _dictionary(VOCAB)
+    d.save(str(root / "dict.txt"))
+    raw = {}
+    for split, n in N.items():
+        raw[split] = [" ".join(rng.choice(VOCAB) for _ in range(rng.randint(3, 10))) for _ in range(4 * n)]
+        _binarize(root / split, raw[split], d)
     return raw
 
 
@@ -194,8 +213,9 @@ def data(tmp_path_factory):
     raw = write_text(root / "text", rng)
     write_captions(root / "captions", rng)
     docs = write_extractive(root / "extractive", rng)
+    lm = write_lm(root / "lm", rng)
     return {"root": root, "text": root / "text", "captions": root / "captions", "extractive": root / "extractive",
-            "raw": raw, "docs": docs}
+            "lm": root / "lm", "raw": raw, "docs": docs, "lm_raw": lm}
 
 
 # ----------------------------------------------------------------------------- the two ways to a config

@@ -24,8 +24,9 @@ from fairseq.models import ARCH_CONFIG_REGISTRY
 from omegaconf import OmegaConf, open_dict
 
 # options of the task that fairseq-train's flat Namespace gives the model as well; under Hydra
-# they live in ``task`` only (e.g. ``task.max_source_positions`` sizes learned positions)
-TASK_KEYS = ("max_source_positions", "max_target_positions", "left_pad_source", "left_pad_target")
+# they live in ``task`` only (e.g. ``task.max_source_positions`` sizes learned positions; a language model
+# takes its positions from ``task.tokens_per_sample``)
+TASK_KEYS = ("max_source_positions", "max_target_positions", "left_pad_source", "left_pad_target", "tokens_per_sample")
 
 _PLAIN = (str, int, float, bool, type(None))
 _UNSET = object()

@@ -15,7 +15,9 @@ for ``--task language_modeling`` (``fairseq-train``, ``-validate``, ``-eval-lm``
   ``extra["role_attn"]`` (name -> ``T x B x H x N_r``); ``--criterion cross_entropy_with_roles``
   logs how one-hot they are.
 * ``--arch transformer_lm_tp*`` (``transformer_lm_tp_d*`` is the same preset): fairseq's own
-  ``transformer_lm`` with the same sizes, the plain baseline one ``--arch`` away.
+  ``transformer_lm`` (its decoder, unchanged) with the same sizes, the plain baseline one ``--arch``
+  away; a model name of its own (:class:`MatchedTransformerLanguageModel`) so that the presets also
+  hold under ``fairseq-hydra-train``.
 
 Each model is fairseq's :class:`TransformerLanguageModel`: its ``build_model`` makes the token
 embedding (plain, ``--adaptive-input`` or ``--character-embeddings``), fills
@@ -62,7 +64,7 @@ class TPRLanguageModelBase(ChecksOptions, TransformerLanguageModel):
 
     family = "TPR language model"
     unsupported_options = ("cross_self_attention",)
-    decoder_layer: Type[nn.Module]
+    decoder_layer: Optional[Type[nn.Module]] = None  # None: fairseq's decoder and cells
 
     @classmethod
     def add_args(cls, parser):
@@ -99,6 +101,8 @@ class TPRLanguageModelBase(ChecksOptions, TransformerLanguageModel):
     def build_checked_model(cls, args, task):
         """fairseq's build (embedding, positions, defaults), then the decoder with the variant's cells."""
         fairseq_model = super().build_checked_model(args, task)
+        if cls.decoder_layer is None:
+            return fairseq_model
         decoder = TPRTransformerDecoder(args, task.target_dictionary, fairseq_model.decoder.embed_tokens,
                                         cls.decoder_layer, cls.embedding_binding(args), no_encoder_attn=True)
         return cls(decoder)
@@ -107,6 +111,16 @@ class TPRLanguageModelBase(ChecksOptions, TransformerLanguageModel):
         if strict:
             explain_state_dict_mismatch(self, state_dict, self.family)
         return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)
+
+
+@register_model("transformer_lm_tp")
+class MatchedTransformerLanguageModel(TPRLanguageModelBase):
+    """fairseq's ``transformer_lm`` as it is (its decoder and cells), with the checks of the TP language
+    models; its own model name, registered without fairseq's config dataclass, so that its presets
+    set the sizes under ``fairseq-hydra-train`` too (``transformer_lm``'s dataclass defaults would win
+    over a preset there)."""
+
+    family = "Transformer language model"
 
 
 @register_model("tp_transformer_lm")
@@ -177,8 +191,8 @@ class TPTransformerDLanguageModel(ReturnsRoleAttention, TPRLanguageModelBase):
 # the plain presets give the sizes; each TP preset is its plain preset plus the binding's options
 
 
-@register_model_architecture("transformer_lm", "transformer_lm_tp")
-@register_model_architecture("transformer_lm", "transformer_lm_tp_d")
+@register_model_architecture("transformer_lm_tp", "transformer_lm_tp")
+@register_model_architecture("transformer_lm_tp", "transformer_lm_tp_d")
 def transformer_lm_tp(args):
     """``transformer_lm``'s sizes (d 512, 6 layers, 8 heads, d_ff 2048, dropout 0.1, pre-LN, sinusoidal
     positions) with tied input and output embeddings."""
@@ -186,16 +200,16 @@ def transformer_lm_tp(args):
     base_lm_architecture(args)
 
 
-@register_model_architecture("transformer_lm", "transformer_lm_tp_small")
-@register_model_architecture("transformer_lm", "transformer_lm_tp_d_small")
+@register_model_architecture("transformer_lm_tp", "transformer_lm_tp_small")
+@register_model_architecture("transformer_lm_tp", "transformer_lm_tp_d_small")
 def transformer_lm_tp_small(args):
     """The CPU size of the perplexity table: d 128, 3 layers, 4 heads, d_ff 512, dropout 0.1."""
     set_defaults(args, decoder_embed_dim=128, decoder_ffn_embed_dim=512, decoder_layers=3, decoder_attention_heads=4)
     transformer_lm_tp(args)
 
 
-@register_model_architecture("transformer_lm", "transformer_lm_tp_tiny")
-@register_model_architecture("transformer_lm", "transformer_lm_tp_d_tiny")
+@register_model_architecture("transformer_lm_tp", "transformer_lm_tp_tiny")
+@register_model_architecture("transformer_lm_tp", "transformer_lm_tp_d_tiny")
 def transformer_lm_tp_tiny(args):
     """For tests and CPU demos: d 64, 2 layers, 4 heads, d_ff 128, dropout 0."""
     set_defaults(args, decoder_embed_dim=64, decoder_ffn_embed_dim=128, decoder_layers=2, decoder_attention_heads=4,

@@ -13,6 +13,7 @@ import torch.nn as nn
 from fairseq.distributed import fsdp_wrap
 from fairseq.models.transformer import TransformerConfig, TransformerDecoder, TransformerEncoder, TransformerModel
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
+from fairseq.tasks.language_modeling import LanguageModelingTask
 
 from ..errors import ConfigError
 from .checks import ChecksOptions, check_heads_divide, task_dictionary
@@ -86,6 +87,11 @@ class TPRTransformerModelBase(ChecksOptions, TransformerModel):
         arch = getattr(args, "arch", cls.__name__)
         if getattr(args, "tpr_in", "both") not in TPR_SIDES:
             raise ConfigError(f"--tpr-in must be one of {', '.join(TPR_SIDES)} (got {args.tpr_in!r})")
+        if isinstance(task, LanguageModelingTask):
+            raise ConfigError(f"--arch {arch} is an encoder-decoder model and cannot score or train as a language "
+                              f"model (--task language_modeling, fairseq-eval-lm); pass a checkpoint of a language "
+                              f"model (--arch tp_transformer_lm, tp_transformer_d_lm, transformer_lm_tp, ...) or use "
+                              f"the model's own task (--task translation).")
         if task_dictionary(task, "source") is None or task_dictionary(task, "target") is None:
             raise ConfigError(f"--arch {arch} translates token sequences: use --task translation (or another task "
                               f"with source and target dictionaries), not --task {getattr(args, 'task', '?')}.")
@@ -136,6 +142,12 @@ class TPRTransformerModelBase(ChecksOptions, TransformerModel):
 def checkpoint_family(keys) -> str:
     """Which kind of model a state dict holds, from its parameter names."""
     keys = list(keys)
+    if not any(k.startswith("encoder.") for k in keys) and any(k.startswith("decoder.layers.") for k in keys):
+        if any("_roles.roles" in k for k in keys):
+            return "discrete-role TP-Transformer language model (tp_transformer_d_lm)"
+        if any(".r_proj." in k for k in keys):
+            return "continuous-role TP-Transformer language model (tp_transformer_lm)"
+        return "Transformer language model (transformer_lm_tp, transformer_lm)"
     if any("_roles.roles" in k for k in keys):
         return "discrete-role TP-Transformer (tp_transformer_d)"
     if any(".r_proj." in k for k in keys):
