@@ -77,6 +77,13 @@ def _forget_best():
         del checkpoint_utils.save_checkpoint.best
 
 
+def _handlers():
+    """logger -> its handlers, for every logger that exists."""
+    loggers = [logging.getLogger()] + [v for v in logging.root.manager.loggerDict.values()
+                                       if isinstance(v, logging.Logger)]
+    return {logger: list(logger.handlers) for logger in loggers}
+
+
 def train(argv):
     """``fairseq_cli.train.main`` on *argv*, as ``fairseq-train`` runs it. Python's ``random``
     starts from one fixed seed (fairseq never seeds it); the RNG states, fairseq's metrics and
@@ -85,6 +92,7 @@ def train(argv):
 
     cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), argv))
     saved = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    handlers = _handlers()
     _forget_best()
     random.seed(12345)
     try:
@@ -95,3 +103,8 @@ def train(argv):
         random.setstate(saved[0])
         np.random.set_state(saved[1])
         torch.set_rng_state(saved[2])
+        for logger, before in _handlers().items():  # --log-file: fairseq adds a FileHandler per run
+            for h in before:
+                if h not in handlers.get(logger, ()):
+                    logger.removeHandler(h)
+                    h.close()

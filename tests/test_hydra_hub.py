@@ -437,6 +437,51 @@ def test_fairseq_hydra_train_runs_and_matches_fairseq_train(cli_runs, data):
     assert saved["num_roles"] == 5 and saved["role_dim"] == 16
 
 
+LM_CONFIGS = {"tp_transformer_lm": ("tp_transformer_lm_tiny", ()),
+              "tp_transformer_d_lm": ("tp_transformer_d_lm_tiny", ("--num-roles", "5")),
+              "transformer_lm_tp": ("transformer_lm_tp_tiny", ())}
+
+
+@pytest.fixture(scope="module")
+def lm_cli_runs(data, run_cli):
+    """Each LM config: fairseq-hydra-train (its tiny preset, 3 updates; subprocesses, two at a time) and,
+    meanwhile, fairseq-train in this process with the settings of training/lm.yaml. config -> both logs."""
+    root = data["root"]
+    runs = {}
+    with ThreadPoolExecutor(2) as pool:
+        for config, (arch, flags) in LM_CONFIGS.items():
+            (root / f"cwd_{config}").mkdir()
+            keys = ["+model.num_roles=5"] if flags else []
+            runs[config] = pool.submit(
+                run_cli, "fairseq-hydra-train", "--config-dir", CONFIG_DIR, "--config-name", config,
+                f"task.data={data['lm']}", f"model._name={arch}", *keys, f"common.user_dir={USER_DIR}",
+                "common.cpu=true", "common.log_interval=1", "dataset.num_workers=0", "optimization.max_update=3",
+                f"checkpoint.save_dir={root / f'ckpt_hydra_{config}'}", cwd=root / f"cwd_{config}")
+        logs = {}
+        for config, (arch, flags) in LM_CONFIGS.items():
+            logs[config] = fairseq_train_in_process(
+                data["lm"], "--user-dir", USER_DIR, "--arch", arch, *flags, *_LM[1], "--optimizer", "adam",
+                "--adam-betas", "(0.9, 0.98)", "--adam-eps", "1e-8", "--lr", "0.002", "--lr-scheduler",
+                "reduce_lr_on_plateau", "--lr-shrink", "0.5", "--warmup-updates", "300", "--warmup-init-lr", "1e-7",
+                "--max-tokens", "2048", "--required-batch-size-multiple", "1", "--max-update", "3", "--seed", "1",
+                "--cpu", "--num-workers", "0", "--log-format", "simple", "--log-interval", "1",
+                "--save-dir", root / f"ckpt_train_{config}", "--no-epoch-checkpoints")
+        return {config: (runs[config].result(), logs[config]) for config in LM_CONFIGS}
+
+
+@pytest.mark.parametrize("config", sorted(LM_CONFIGS))
+def test_fairseq_hydra_train_of_the_lm_configs_matches_fairseq_train(config, lm_cli_runs, data):
+    proc, train_log = lm_cli_runs[config]
+    hydra_log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"fairseq-hydra-train failed:\n{hydra_log[-4000:]}"
+    assert _params(hydra_log) == _params(train_log)
+    losses = _train_inner_losses(hydra_log)
+    assert len(losses) == 3 and losses == _train_inner_losses(train_log)
+    saved = torch.load(data["root"] / f"ckpt_hydra_{config}" / "checkpoint_last.pt", weights_only=False)["cfg"]
+    assert saved["model"]["_name"] == LM_CONFIGS[config][0] and saved["model"]["max_target_positions"] == 128
+    assert ("role_onehot=" in hydra_log) == (config == "tp_transformer_d_lm")  # in its train_inner lines
+
+
 # ----------------------------------------------------------------------------- hub
 def train_and_save(save_dir, *argv, updates=2):
     """``updates`` steps of fairseq's Trainer on the train split, saved by it as checkpoint_last.pt."""

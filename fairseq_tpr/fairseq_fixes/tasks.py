@@ -1,5 +1,6 @@
-"""Tasks: a ``--task language_modeling`` data directory without its dictionary is an ``error:`` line
-naming the file and the command that writes it, not a ``FileNotFoundError`` traceback.
+"""Tasks and their datasets: a ``--task language_modeling`` data directory without its dictionary is
+an ``error:`` line naming the file and the command that writes it, not a ``FileNotFoundError``
+traceback; fairseq's datasets that name numpy 1's ``np.compat.long`` run under numpy 2.
 """
 import os
 
@@ -42,3 +43,36 @@ def fix_language_modeling_without_dictionary() -> None:
 
     setup_dictionary.fairseq_tpr_fixed = True
     LanguageModelingTask.setup_dictionary = classmethod(setup_dictionary)
+
+
+class _NumpyWithCompat:
+    """numpy as a fairseq module sees it, plus numpy 1's ``np.compat.long`` (``int``), which numpy 2
+    removed; every other attribute is numpy's own."""
+
+    def __init__(self, numpy_module):
+        from types import SimpleNamespace
+
+        self._numpy = numpy_module
+        self.compat = SimpleNamespace(long=int)
+
+    def __getattr__(self, name):
+        return getattr(self._numpy, name)
+
+
+def fix_numpy2_compat_long() -> None:
+    """``fairseq/data/token_block_dataset.py`` line 125 (``TokenBlockDataset._build_slice_indices`` with
+    ``--sample-break-mode eos``: the language-modelling task's ``build_dataset_for_inference``, that is
+    ``fairseq-interactive`` and the hub's ``sample``/``score`` of every language model) and
+    ``fairseq/data/language_pair_dataset.py`` line 292 (``--num-buckets``) name ``np.compat.long``,
+    which numpy 2 removed (``AttributeError: module 'numpy' has no attribute 'compat'``). The
+    ``np`` of those two fairseq modules (only theirs; numpy itself is not touched) now also has
+    ``compat.long``, numpy 1's ``int``. Test: ``tests/test_lm_cli.py`` (fairseq-interactive, the hub)."""
+    import numpy
+
+    from fairseq.data import language_pair_dataset, token_block_dataset
+
+    if hasattr(numpy, "compat"):  # numpy 1: nothing to do
+        return
+    for module in (token_block_dataset, language_pair_dataset):
+        if not isinstance(module.np, _NumpyWithCompat):
+            module.np = _NumpyWithCompat(module.np)

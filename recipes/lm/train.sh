@@ -37,7 +37,7 @@ fairseq-train "$data" --user-dir "$ROOT/fairseq_tpr" --task language_modeling --
     --criterion cross_entropy_with_roles \
     --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps 1e-8 --lr "${LR:-2e-3}" \
     --lr-scheduler reduce_lr_on_plateau --lr-shrink 0.5 --warmup-updates "${WARMUP:-300}" --warmup-init-lr 1e-7 \
-    --max-tokens "${MAX_TOKENS:-2048}" --max-update "${MAX_UPDATE:-5000}" \
+    --max-tokens "${MAX_TOKENS:-2048}" --required-batch-size-multiple 1 --max-update "${MAX_UPDATE:-5000}" \
     --validate-interval-updates "${VALID_EVERY:-250}" --save-interval-updates "${VALID_EVERY:-250}" \
     --keep-interval-updates 2 --no-epoch-checkpoints --seed "${SEED:-1}" \
     --save-dir "$save" "${train_device[@]}" --log-format simple --log-interval 50 "$@" 2>&1 | tee -a "$save/train.log" \
