@@ -1,5 +1,6 @@
 """results_table reads what the recipes write: fairseq-train logs, fairseq-tpr-score JSON, BLEU lines."""
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -293,3 +294,31 @@ def test_a_cell_over_fewer_runs_than_its_row_says_so():
     assert "45.00 ± 7.07 (n=2)" in row
     one = results_table.table_of("T", [("tp", {"a-s1": {"params": 5, "interpolate/m": 40.0}, "a-s2": {"params": 5}})])
     assert "| 40.00 (n=1) |" in one
+
+
+def _lm_run(path, test_ppl, wps):
+    (path / "checkpoints").mkdir(parents=True)
+    log = LOG.replace("ups=0.28,", f"wps={wps}, ups=0.28,").replace("ups=0.5,", f"wps={wps + 10}, ups=0.5,")
+    (path / "checkpoints" / "train.log").write_text(log.replace("ups=0.55,", f"wps={wps + 30}, ups=0.55,"))
+    (path / "eval").mkdir()
+    for split, ppl in (("test", test_ppl), ("valid", test_ppl + 1)):
+        (path / "eval" / f"eval_lm_{split}.log").write_text(
+            f"INFO:fairseq_cli.eval_lm:Evaluated 169,199 tokens in 9.1s (18593.29 tokens/s)\n"
+            f"INFO:fairseq_cli.eval_lm:Loss (base 2): {math.log2(ppl):.4f}, Perplexity: {ppl:.2f}\n")
+
+
+def test_language_model_rows_read_eval_lm_and_the_training_pace(tmp_path, capsys):
+    """The LM recipe's runs: test and valid perplexity from fairseq-eval-lm's logs, the median training
+    tokens per second of the train_inner lines, and the comparison on perplexity (lower is ahead)."""
+    for seed, (a, b) in enumerate([(30.0, 32.0), (31.0, 30.5), (29.0, 33.0)], 1):
+        _lm_run(tmp_path / f"tp-s{seed}", a, 1000)
+        _lm_run(tmp_path / f"tf-s{seed}", b, 2000)
+    figures = results_table.read_run(tmp_path / "tp-s1")
+    assert figures["lm/test_ppl"] == 30.0 and figures["lm/valid_ppl"] == 31.0 and figures["lm/test_tokens"] == 169199
+    assert figures["train_wps"] == 1010  # the median of 1000, 1010, 1030
+    rows = [f"{m}=" + ",".join(str(tmp_path / f"{m}-s{k}") for k in (1, 2, 3)) for m in ("tf", "tp")]
+    assert results_table_main(rows + ["--compare", "tf"]) == 0
+    out = capsys.readouterr().out
+    assert "| test perplexity | valid perplexity | train tokens/s |" in out
+    assert "| 30.00 ± 1.00 | 31.00 ± 1.00 | 1010 ± 0 |" in out
+    assert "| tp | test perplexity | -1.83 |" in out and "| 2 of 3 |" in out  # 30 < 32, 31 > 30.5, 29 < 33

@@ -5,8 +5,10 @@ Each run is a directory written by a recipe: ``RUN/checkpoints/train.log`` (fair
 parameter count, last validation loss, updates, ``role_onehot``, read with
 :func:`~fairseq_tpr.analysis.learning_curve.parse_valid_lines`), and either
 ``RUN/eval/scores.json`` (``fairseq-tpr-score --json``: ROUGE by each scorer, METEOR),
-``RUN/eval/caption_scores.json`` (``fairseq-tpr-caption-score --json``: BLEU, METEOR, ROUGE-L, CIDEr)
-or ``RUN/generate-test.sacrebleu.txt`` (the translation recipe: sacreBLEU). A missing piece is "-".
+``RUN/eval/caption_scores.json`` (``fairseq-tpr-caption-score --json``: BLEU, METEOR, ROUGE-L, CIDEr),
+``RUN/generate-test.sacrebleu.txt`` (the translation recipe: sacreBLEU) or
+``RUN/eval/eval_lm_{test,valid}.log`` (the LM recipe: fairseq-eval-lm's perplexity, with the training
+words per second of the log). A missing piece is "-".
 
 Run records (a table assembled over several machines or sessions): :func:`gather` reads every
 run's figures and its validation curve (``"valid_curve"``: the rows of :func:`parse_valid_lines`),
@@ -30,6 +32,9 @@ from .learning_curve import parse_valid_lines
 _PARAMS = re.compile(r"num\. (?:shared )?model params: ([\d,]+)")
 _SACREBLEU = re.compile(r"BLEU[^=]*= ([\d.]+)")
 _TRAIN_INNER = re.compile(r"\| train_inner \|.*?num_updates=(\d+).*?train_wall=([\d.]+)")
+_WPS = re.compile(r"\| train_inner \|.*? wps=([\d.]+)")
+_EVAL_LM = re.compile(r"Loss \(base 2\): ([\d.]+), Perplexity: ([\d.]+)")
+_EVAL_LM_TOKENS = re.compile(r"Evaluated ([\d,]+) tokens")
 CAPTION_METRICS = ("BLEU-1", "BLEU-4", "METEOR", "ROUGE-L", "CIDEr")
 CURVE = "valid_curve"  # a record's validation rows (not a table cell)
 _SEED = re.compile(r"-s(\d+)$")
@@ -86,6 +91,9 @@ def read_train_log(path: Path):
         info["late_drop"] = late_drop(rows)
         info["train_hours"] = train_hours(text, info["updates"])
         info[CURVE] = rows
+    wps = [float(x) for x in _WPS.findall(text)]
+    if wps:
+        info["train_wps"] = statistics.median(wps)
     return info
 
 
@@ -121,6 +129,25 @@ def read_bleu(run: Path):
     return float(match.group(1)) if match else None
 
 
+def read_eval_lm(run: Path):
+    """``{"lm/test_ppl", "lm/test_loss", "lm/test_tokens", "lm/valid_ppl", ...}`` from the LM recipe's
+    ``RUN/eval/eval_lm_{split}.log`` (fairseq-eval-lm's last lines: loss in base 2, perplexity, tokens
+    scored), for the splits that have one."""
+    out = {}
+    for split in ("test", "valid"):
+        path = run / "eval" / f"eval_lm_{split}.log"
+        if not path.exists():
+            continue
+        text = path.read_text(errors="replace")
+        found = _EVAL_LM.findall(text)
+        if found:
+            out[f"lm/{split}_loss"], out[f"lm/{split}_ppl"] = map(float, found[-1])
+            tokens = _EVAL_LM_TOKENS.findall(text)
+            if tokens:
+                out[f"lm/{split}_tokens"] = int(tokens[-1].replace(",", ""))
+    return out
+
+
 def read_math_eval(run: Path):
     """``{(split, module): accuracy in %}`` and ``{(split, "mean"): ...}`` from ``fairseq-tpr-math-eval``'s
     ``RUN/eval/math_eval.json``, or {}."""
@@ -148,6 +175,7 @@ def read_run(run: Path):
         figures[f"caption/{metric}"] = value
     for (split, module), value in read_math_eval(run).items():
         figures[f"{split}/{module}"] = value
+    figures.update(read_eval_lm(run))
     bleu = read_bleu(run)
     if bleu is not None:
         figures["bleu"] = bleu
@@ -227,11 +255,15 @@ def table_of(title, gathered):
     elif any("bleu" in f for f in every):
         groups = [["bleu"]]
         head.append("sacreBLEU")
+    elif any("lm/test_ppl" in f for f in every):
+        groups = [["lm/test_ppl"], ["lm/valid_ppl"], ["train_wps"]]
+        head += ["test perplexity", "valid perplexity", "train tokens/s"]
     lines = [f"**{title}**", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, figures in rows:
         cells = [name] + ([str(len(figures))] if seeds else [])
         cells += [_cell(figures, key, digits) for key, digits in keys]
-        cells += [" / ".join(_cell(figures, key, 3 if key.startswith("caption/") else 2) for key in group)
+        cells += [" / ".join(_cell(figures, key, 3 if key.startswith("caption/") else 0 if key == "train_wps" else 2)
+                             for key in group)
                   for group in groups]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -251,6 +283,7 @@ HEADLINE = {
     "math": [("interpolate/mean", "interpolation mean (%)", True), ("extrapolate/mean", "extrapolation mean (%)", True)],
     "bleu": [("bleu", "sacreBLEU", True)],
     "caption": [(f"caption/{m}", m, True) for m in CAPTION_METRICS],
+    "lm": [("lm/test_ppl", "test perplexity", False), ("lm/valid_ppl", "valid perplexity", False)],
 }
 
 
