@@ -17,9 +17,11 @@ DESCRIPTION sections of Debian's manual pages, binarized for ``--task language_m
 The steps:
 
 1. **Group** by source package: the source packages of a description (from ``Packages``) are one
-   group, merged with the groups of descriptions that share their first paragraph (unless more
-   than ``--max-shared-sources`` share it: boilerplate), as ``preprocess/debian.sh`` groups them; a
-   manual page joins the group of its source package.
+   group, merged with the groups of descriptions that share the first paragraph of their long
+   description (unless more than ``--max-shared-sources`` share it: boilerplate). Unlike
+   ``preprocess/debian.sh``, which merges on first paragraphs of 10 words or more, any length
+   merges: short shared paragraphs ("Transitional package.") repeat across the sources of one family,
+   and here every line is text to predict. A manual page joins the group of its source package.
 2. **Split** each group by the SHA-1 of its name (:func:`fairseq_tpr.corpora.debian.split_of`:
    ``--test-percent``, ``--valid-percent``; stable across machines): valid and test share no
    source package with train or with each other.
