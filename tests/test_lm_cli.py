@@ -194,3 +194,29 @@ def test_eval_lm_with_tokens_per_sample_above_the_positions_or_an_encoder_decode
     assert f"--tokens-per-sample {2 * TOKENS} is above the positions" in line and f"{TOKENS} or less" in line
     line = _one_error_line(encdec)
     assert "--arch tp_transformer_tiny is an encoder-decoder model" in line and "tp_transformer_lm" in line
+
+
+# ----------------------------------------------------------------------------- role analysis
+@pytest.mark.parametrize("arch", ["tp_transformer_d_lm_tiny", "tp_transformer_lm_tiny"])
+def test_roles_dump_of_a_language_model_reads_its_blocks(arch, trained, lm_data, tmp_path, capsys):
+    """fairseq-tpr-roles dump of a language model: decoder sites only, one example per block of the
+    split, ``src`` the tokens each position reads and ``tgt`` those it predicts (the next ones)."""
+    from fairseq_tpr.analysis.dump import Dump
+    from fairseq_tpr.cli import roles as roles_cli
+
+    out = tmp_path / "roles.npz"
+    roles_cli.main(["dump", str(lm_data), "--path", str(trained[arch] / "checkpoint_last.pt"), "--split", "valid",
+                    "--max-examples", "6", "--out", str(out), "--cpu"])
+    dump = Dump.load(str(out))
+    assert dump.meta["language_model"] and len(dump) == 6
+    assert all(key.startswith("decoder.") for key in dump.keys())
+    for read, predicted in zip(dump.src, dump.tgt):  # the block's tokens, and each one's successor
+        assert len(read) == len(predicted) == TOKENS and (read[1:] == predicted[:-1]).all()
+    assert dump.tokens("decoder", 0) == [dump.src_vocab[t] for t in dump.src[0]]
+    if arch == "tp_transformer_d_lm_tiny":
+        roles_cli.main(["stats", str(out)])
+        assert "| decoder.1.self | 0 |" in capsys.readouterr().out
+    else:
+        assert "decoder.embed" in dump.keys()  # Eq. 2's roles
+        roles_cli.main(["kmeans", str(out), "--side", "decoder", "--layer", "embed", "--k", "3"])
+        assert "| 2 | " in capsys.readouterr().out  # the third of the k clusters

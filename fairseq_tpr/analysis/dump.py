@@ -13,6 +13,11 @@ examples' tokens concatenated, int32) with ``src_offsets``/``tgt_offsets`` (``N 
 ``ids`` (sample ids in the split), ``src_vocab``/``tgt_vocab`` (the dictionaries' symbols)
 and ``"<key>/<component>"`` arrays concatenated over examples along the token axis
 (``attn`` flattened per example, since its key length varies).
+
+A language model (``--task language_modeling``: ``tp_transformer_lm``, ``tp_transformer_d_lm``,
+``transformer_lm_tp``) has only decoder sites; its dump holds the tokens each position reads as
+``src`` and the tokens it predicts as ``tgt`` (``meta["language_model"]``), one example per block of
+the split (``--tokens-per-sample`` tokens across line ends, as the model was trained).
 """
 import json
 import os
@@ -156,8 +161,8 @@ class Dump:
 
     def tokens(self, side: str, example: int, inputs: bool = True) -> List[str]:
         """Symbols at each position: the source, or for the decoder its input (``inputs``: the
-        token read at that position) or the target it predicts."""
-        if side == "encoder":
+        token read at that position; a language model's ``src``) or the target it predicts."""
+        if side == "encoder" or (inputs and self.meta.get("language_model")):
             return [self.src_vocab[t] for t in self.src[example]]
         tgt = [self.tgt_vocab[t] for t in self.tgt[example]]
         return (["</s>"] + tgt[:-1]) if inputs else tgt
@@ -262,8 +267,14 @@ def run_capture(model, task, dataset, max_examples: Optional[int] = None, compon
                 max_len_a: float = 0.0, max_len_b: int = 200, batch_size: int = 32,
                 meta: Optional[Dict] = None) -> Dump:
     """Capture ``components`` at every site (or at ``keys``) for the first ``max_examples`` examples."""
+    from fairseq.models import FairseqLanguageModel
+
     components = tuple(components)
     src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
+    language_model = isinstance(model, FairseqLanguageModel)
+    if language_model and generate:
+        raise ConfigError("--generate decodes a source into a target: a language model's dump runs on the split's "
+                          "own text (drop --generate)")
     src_l, tgt_l, ids = [], [], []
     arrays: Dict[str, Dict[str, List[np.ndarray]]] = {}
     heads: Dict[str, int] = {}
@@ -276,9 +287,12 @@ def run_capture(model, task, dataset, max_examples: Optional[int] = None, compon
                 sample = generated_targets(model, task, sample, beam, max_len_a, max_len_b)
             net = sample["net_input"]
             with Capture(model, want=components, keys=keys) as cap:
-                model(net["src_tokens"], net["src_lengths"], net["prev_output_tokens"])
+                if language_model:
+                    model(net["src_tokens"])
+                else:
+                    model(net["src_tokens"], net["src_lengths"], net["prev_output_tokens"])
             max_diff = max(max_diff, cap.max_diff)
-            src_mask = net["src_tokens"].ne(src_dict.pad()).cpu()  # B x S (left padded)
+            src_mask = net["src_tokens"].ne(src_dict.pad()).cpu()  # B x S (left padded; a language model's right)
             tgt_mask = sample["target"].ne(tgt_dict.pad()).cpu()  # B x T (right padded)
             for b in range(src_mask.size(0)):
                 ids.append(int(sample["id"][b]))
@@ -300,7 +314,7 @@ def run_capture(model, task, dataset, max_examples: Optional[int] = None, compon
             comps[comp] = [comps[comp][i] for i in order]
     meta = dict(meta or {})
     meta.update(kind=model_kind(model), mode="generated" if generate else "teacher-forcing", heads=heads,
-                max_recompute_diff=max_diff, n=len(ids))
+                max_recompute_diff=max_diff, n=len(ids), language_model=language_model)
     return Dump(meta, src_l, tgt_l, sorted(ids), list(src_dict.symbols), list(tgt_dict.symbols), arrays)
 
 
