@@ -41,6 +41,14 @@ tiny       ``tp_transformer_d_tiny``   ``transformer_tp_tiny``
 
 Paper size: 6+6 layers, d 512, d_ff 2048, 8 heads.
 
+Language models (``--size lm-paper``, ``lm-small``, ``lm-tiny``; ``fairseq_tpr/models/tp_transformer_lm.py``):
+``tp_transformer_lm*`` and ``tp_transformer_d_lm*`` against ``transformer_lm_tp*`` (fairseq's
+``transformer_lm`` at their sizes), built for ``--task language_modeling``. Training tokens/s: blocks of
+``--batch`` x ``--tgt-len`` tokens with fairseq's ``cross_entropy``; generation: **sampling** (fairseq's
+``SequenceGenerator`` with ``Sampling``, beam 1, what ``fairseq-interactive --sampling`` runs) of
+``--gen-len`` tokens after a prompt of ``--prompt-len`` tokens for ``--gen-batch`` prompts, reported as
+sampled tokens/s.
+
 Timing on a small shared CPU is noisy, so:
 
 * every timed training step / generate() call is timed on its own and a run reports the
@@ -63,6 +71,7 @@ Usage::
     OMP_NUM_THREADS=1 python benchmarks/throughput.py --paired --size small --steps 100 --gen-batches 40
     python benchmarks/throughput.py --size tiny           # ~1.5 min smoke run
     python benchmarks/throughput.py --device cuda --dtype fp16 --json bench.json
+    OMP_NUM_THREADS=1 python benchmarks/throughput.py --paired --size lm-small --steps 40 --gen-batches 12
 """
 import argparse
 import json
@@ -88,6 +97,11 @@ PAIRS = {
     "small": [("tp_transformer_math_small", "transformer_tp_math_small"),
               (f"tp_transformer_d {_SMALL} --num-roles 25 --role-dim 32", f"transformer_tp_d {_SMALL}")],
     "tiny": [("tp_transformer_tiny", "transformer_tp_tiny"), ("tp_transformer_d_tiny", "transformer_tp_tiny")],
+    "lm-paper": [("tp_transformer_lm", "transformer_lm_tp"), ("tp_transformer_d_lm", "transformer_lm_tp")],
+    "lm-small": [("tp_transformer_lm_small", "transformer_lm_tp_small"),
+                 ("tp_transformer_d_lm_small", "transformer_lm_tp_small")],
+    "lm-tiny": [("tp_transformer_lm_tiny", "transformer_lm_tp_tiny"),
+                ("tp_transformer_d_lm_tiny", "transformer_lm_tp_tiny")],
 }
 
 # per-size defaults for the step counts (the paper-size CPU run takes ~6-7 minutes on 2 cores)
@@ -95,7 +109,15 @@ DEFAULTS = {
     "paper": dict(warmup=2, steps=6, gen_batches=3, gen_warmup=1),
     "small": dict(warmup=3, steps=10, gen_batches=2, gen_warmup=1),
     "tiny": dict(warmup=3, steps=10, gen_batches=2, gen_warmup=1),
+    "lm-paper": dict(warmup=2, steps=6, gen_batches=3, gen_warmup=1),
+    "lm-small": dict(warmup=3, steps=10, gen_batches=2, gen_warmup=1),
+    "lm-tiny": dict(warmup=3, steps=10, gen_batches=2, gen_warmup=1),
 }
+
+
+def is_language_model(arch):
+    """Whether ``arch`` (a name, optionally with flags) is one of the language-model presets."""
+    return arch.split()[0].startswith(("transformer_lm", "tp_transformer_lm", "tp_transformer_d_lm"))
 
 
 # ``--before-after``: a model string ending in this token is built and stepped as before issue 35's
@@ -120,6 +142,33 @@ def models_for(size):
             if arch not in order:
                 order.append(arch)
     return sorted(order, key=lambda a: (not a.startswith("transformer"), order.index(a)))
+
+
+def make_generator(model, d, cfg, lm):
+    """fairseq's SequenceGenerator as the benchmark runs it: beam search of exactly ``gen_len`` tokens,
+    or for a language model sampling of ``gen_len`` tokens after the ``prompt_len``-token prompt."""
+    from fairseq import search
+    from fairseq.sequence_generator import SequenceGenerator
+
+    L = cfg["gen_len"]
+    if lm:
+        P = cfg["prompt_len"]
+        return SequenceGenerator([model], d, beam_size=1, max_len_a=0, max_len_b=P + L, min_len=P + L,
+                                 max_len=P + L + 2, search_strategy=search.Sampling(d))
+    return SequenceGenerator([model], d, beam_size=cfg["beam"], max_len_a=0, max_len_b=L, min_len=L, max_len=L + 2)
+
+
+def generate_once(generator, model, sample, cfg, lm):
+    """One generate() call; checks that every hypothesis has the expected length."""
+    L = cfg["gen_len"]
+    if lm:
+        hyps = generator.generate([model], sample, prefix_tokens=sample["net_input"]["src_tokens"])
+        expected = cfg["prompt_len"] + L + 1
+    else:
+        hyps = generator.generate([model], sample)
+        expected = L + 1
+    lens = {len(h[0]["tokens"]) for h in hyps}
+    assert lens == {expected}, f"expected every hypothesis to have {expected} tokens with EOS, got lengths {lens}"
 
 
 # ----------------------------------------------------------------------------- worker
@@ -214,14 +263,26 @@ def build(arch, vocab=1000, seed=1, device="cpu", dtype="fp32"):
     if BEFORE in flags:
         flags = [f for f in flags if f != BEFORE] + (["--role-kernel", "eager"] if name.startswith("tp_transformer_d")
                                                      else [])
-    argv = ["dummy-data", "--task", "translation", "--arch", name, "--seed", str(seed),
-            "--max-source-positions", "1024", "--max-target-positions", "1024", *flags]
-    args = options.parse_args_and_arch(parser, argv)
-    task = TranslationTask(args, d, d)
+    if is_language_model(arch):
+        from fairseq.criterions.cross_entropy import CrossEntropyCriterion
+        from fairseq.tasks.language_modeling import LanguageModelingTask
+
+        argv = ["dummy-data", "--task", "language_modeling", "--arch", name, "--seed", str(seed),
+                "--tokens-per-sample", "1024", *flags]
+        args = options.parse_args_and_arch(parser, argv)
+        task = LanguageModelingTask(args, d, d)
+    else:
+        argv = ["dummy-data", "--task", "translation", "--arch", name, "--seed", str(seed),
+                "--max-source-positions", "1024", "--max-target-positions", "1024", *flags]
+        args = options.parse_args_and_arch(parser, argv)
+        task = TranslationTask(args, d, d)
     model = task.build_model(args).to(torch.device(device))
     if dtype != "fp32":
         model = model.to({"fp16": torch.float16, "bf16": torch.bfloat16}[dtype])
-    criterion = LabelSmoothedCrossEntropyCriterion(task, sentence_avg=False, label_smoothing=0.1)
+    if is_language_model(arch):
+        criterion = CrossEntropyCriterion(task, sentence_avg=False)
+    else:
+        criterion = LabelSmoothedCrossEntropyCriterion(task, sentence_avg=False, label_smoothing=0.1)
     info = {"params": sum(p.numel() for p in model.parameters()), "dropout": getattr(args, "dropout", None)}
     return model, task, d, criterion, info
 
@@ -235,13 +296,20 @@ def _random_tokens(d, g, bsz, n):
     return t
 
 
-def make_train_batches(d, bsz, src_len, tgt_len, n, seed, device):
-    """``n`` training samples of one fixed shape, no padding (teacher forcing: prev = EOS + target[:-1])."""
+def make_train_batches(d, bsz, src_len, tgt_len, n, seed, device, lm=False):
+    """``n`` training samples of one fixed shape, no padding (teacher forcing: prev = EOS + target[:-1];
+    a language model (``lm``): blocks of ``tgt_len`` tokens, each predicting the next)."""
     import torch
 
     g = torch.Generator().manual_seed(seed + 1)
     batches = []
     for _ in range(n):
+        if lm:
+            block = torch.randint(d.nspecial, len(d), (bsz, tgt_len + 1), generator=g)
+            batches.append({"net_input": {"src_tokens": block[:, :-1].contiguous().to(device),
+                                          "src_lengths": torch.full((bsz,), tgt_len, device=device)},
+                            "target": block[:, 1:].contiguous().to(device), "ntokens": bsz * tgt_len, "nsentences": bsz})
+            continue
         src, tgt = _random_tokens(d, g, bsz, src_len), _random_tokens(d, g, bsz, tgt_len)
         prev = torch.cat([torch.full((bsz, 1), d.eos()), tgt[:, :-1]], dim=1)
         batches.append({
@@ -252,11 +320,16 @@ def make_train_batches(d, bsz, src_len, tgt_len, n, seed, device):
     return batches
 
 
-def make_generate_batches(d, bsz, src_len, n, seed, device):
-    """``n`` generate() samples of ``bsz`` random source sentences of ``src_len`` tokens."""
+def make_generate_batches(d, bsz, src_len, n, seed, device, lm=False):
+    """``n`` generate() samples of ``bsz`` random source sentences of ``src_len`` tokens (a language
+    model: prompts of ``src_len`` symbols, no EOS)."""
     import torch
 
     g = torch.Generator().manual_seed(seed + 2)
+    if lm:
+        return [{"net_input": {"src_tokens": torch.randint(d.nspecial, len(d), (bsz, src_len), generator=g).to(device),
+                               "src_lengths": torch.full((bsz,), src_len, dtype=torch.long, device=device)}}
+                for _ in range(n)]
     return [{"net_input": {"src_tokens": _random_tokens(d, g, bsz, src_len).to(device),
                            "src_lengths": torch.full((bsz,), src_len, dtype=torch.long, device=device)}}
             for _ in range(n)]
@@ -265,7 +338,6 @@ def make_generate_batches(d, bsz, src_len, n, seed, device):
 def worker(cfg):
     """Build one model, time generation then training; return a dict of figures."""
     import torch
-    from fairseq.sequence_generator import SequenceGenerator
 
     # everything build() imports, so that the baseline RSS below holds no model memory
     import fairseq.criterions.label_smoothed_cross_entropy  # noqa: F401
@@ -292,18 +364,15 @@ def worker(cfg):
 
     # ---- beam search (eval mode, incremental decoding) -----------------------------
     model.eval()
-    L = cfg["gen_len"]
-    generator = SequenceGenerator([model], d, beam_size=cfg["beam"], max_len_a=0, max_len_b=L,
-                                  min_len=L, max_len=L + 2)
-    gen_batches = make_generate_batches(d, cfg["gen_batch"], S, cfg["gen_warmup"] + cfg["gen_batches"],
-                                        cfg["seed"], device)
+    lm = is_language_model(cfg["arch"])
+    generator = make_generator(model, d, cfg, lm)
+    gen_batches = make_generate_batches(d, cfg["gen_batch"], cfg["prompt_len"] if lm else S,
+                                        cfg["gen_warmup"] + cfg["gen_batches"], cfg["seed"], device, lm)
     if cuda:
         torch.cuda.reset_peak_memory_stats()
 
     def generate(sample):
-        hyps = generator.generate([model], sample)
-        lens = {len(h[0]["tokens"]) for h in hyps}
-        assert lens == {L + 1}, f"expected every hypothesis to have {L}+EOS tokens, got lengths {lens}"
+        generate_once(generator, model, sample, cfg, lm)
 
     gen = time_units(generate, gen_batches, cfg["gen_warmup"], sync, cfg["max_foreign_load"])
     out["gen_sents_per_s"] = cfg["gen_batch"] / gen["unit_s"]
@@ -314,7 +383,7 @@ def worker(cfg):
     # ---- training --------------------------------------------------------------------
     model.train()
     optimizer = make_optimizer(cfg["optimizer"], model, cfg["dtype"])
-    batches = make_train_batches(d, B, S, T, cfg["warmup"] + cfg["steps"], cfg["seed"], device)
+    batches = make_train_batches(d, B, S, T, cfg["warmup"] + cfg["steps"], cfg["seed"], device, lm)
     if cuda:
         torch.cuda.reset_peak_memory_stats()
     losses = []
@@ -346,7 +415,6 @@ def worker_paired(cfg):
     thread (``OMP_NUM_THREADS=1``) the CPU seconds leave out the time the process waited for
     a core, which on a loaded machine is most of the noise of the wall time."""
     import torch
-    from fairseq.sequence_generator import SequenceGenerator
 
     if cfg.get("threads"):
         torch.set_num_threads(cfg["threads"])
@@ -386,19 +454,21 @@ def worker_paired(cfg):
     out = {"archs": archs, "threads": torch.get_num_threads(),
            "info": {a: built[a][4] for a in archs}}
 
+    lm = is_language_model(archs[0])
+    if any(is_language_model(a) != lm for a in archs):
+        raise SystemExit("a paired run compares language models with language models, translation models with "
+                         "translation models")
     gens = {}
     for a in archs:
         model = built[a][0]
         model.eval()
-        gens[a] = SequenceGenerator([model], d, beam_size=cfg["beam"], max_len_a=0, max_len_b=L, min_len=L,
-                                    max_len=L + 2)
-    gen_batches = make_generate_batches(d, cfg["gen_batch"], S, cfg["gen_warmup"] + cfg["gen_batches"],
-                                        cfg["seed"], device)
+        gens[a] = make_generator(model, d, cfg, lm)
+    gen_batches = make_generate_batches(d, cfg["gen_batch"], cfg["prompt_len"] if lm else S,
+                                        cfg["gen_warmup"] + cfg["gen_batches"], cfg["seed"], device, lm)
 
     def gen_fn(a, i):
         def fn():
-            hyps = gens[a].generate([built[a][0]], gen_batches[i])
-            assert {len(h[0]["tokens"]) for h in hyps} == {L + 1}
+            generate_once(gens[a], built[a][0], gen_batches[i], cfg, lm)
         return fn
 
     rounds, clean = run_rounds(gen_fn, cfg["gen_warmup"], cfg["gen_batches"])
@@ -411,7 +481,7 @@ def worker_paired(cfg):
         model = built[a][0]
         model.train()
         opts[a] = make_optimizer(cfg["optimizer"], model, cfg["dtype"], before=BEFORE in a.split())
-    batches = make_train_batches(d, B, S, T, cfg["warmup"] + cfg["steps"], cfg["seed"], device)
+    batches = make_train_batches(d, B, S, T, cfg["warmup"] + cfg["steps"], cfg["seed"], device, lm)
 
     def train_fn(a, i):
         model, _, _, criterion, _ = built[a]
@@ -492,7 +562,7 @@ def run_worker_subprocess(cfg):
                           capture_output=True, text=True, env=env, cwd=ROOT)
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
-        raise SystemExit(f"worker for {cfg['arch']} failed (exit {proc.returncode})")
+        raise SystemExit(f"worker for {cfg.get('arch') or ', '.join(cfg['archs'])} failed (exit {proc.returncode})")
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):])
@@ -525,6 +595,7 @@ def parse_args(argv=None):
     p.add_argument("--beam", type=int, default=4)
     p.add_argument("--gen-batch", type=int, default=8, help="source sentences per generate() call")
     p.add_argument("--gen-len", type=int, default=40, help="output length (min_len = max_len), EOS excluded")
+    p.add_argument("--prompt-len", type=int, default=8, help="language models: prompt tokens before the sampled ones")
     p.add_argument("--gen-batches", type=int, help="timed generate() calls (default: 3 paper, 2 small and tiny)")
     p.add_argument("--gen-warmup", type=int, help="untimed generate() calls (default 1)")
     p.add_argument("--vocab", type=int, default=1000, help="joined dictionary size (incl. 4 specials)")
@@ -560,7 +631,7 @@ def run_paired(args, archs, env):
     """Driver of ``--paired`` (see :func:`worker_paired`): one subprocess, models alternated."""
     cfg = {k: getattr(args, k) for k in ("device", "dtype", "batch", "src_len", "tgt_len", "warmup", "steps",
                                          "beam", "gen_batch", "gen_len", "gen_batches", "gen_warmup",
-                                         "vocab", "seed", "threads", "optimizer")}
+                                         "vocab", "seed", "threads", "optimizer", "prompt_len")}
     cfg["archs"] = archs
     cfg["max_foreign_load"] = args.max_foreign_load if args.device.startswith("cpu") else 1e9
     if args.device.startswith("cpu"):
@@ -571,15 +642,17 @@ def run_paired(args, archs, env):
           f"{args.steps} training rounds and {r['gen_clean_rounds']}/{args.gen_batches} generation rounds free of "
           f"other load (only those count). {time.time() - t0:.0f}s. No memory figures in this mode.\n")
     B, T = args.batch, args.tgt_len
-    header = f"| {'model':26s} | {'params':>7s} | {'train tok/s':>11s} | {'gen sent/s':>10s} |"
+    lm = is_language_model(archs[0])
+    per_call, gen_unit = (args.gen_batch * args.gen_len, "sample tok/s") if lm else (args.gen_batch, "gen sent/s")
+    header = f"| {'model':26s} | {'params':>7s} | {'train tok/s':>11s} | {gen_unit:>12s} |"
     print(header)
     print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
     for a in archs:
         print(f"| {short(a):26s} | {r['info'][a]['params'] / 1e6:6.1f}M | {B * T / r['train_step_s'][a]:11.1f} | "
-              f"{args.gen_batch / r['gen_call_s'][a]:10.2f} |")
+              f"{per_call / r['gen_call_s'][a]:12.2f} |")
     print(f"\nRatios model / baseline (TP / matched transformer; with --before-after also each model / itself before): median over rounds of the per-round ratio [min-max]. "
           f"Target >= {args.target}.\n")
-    header = f"| {'TP variant':26s} | {'vs':26s} | {'train tok/s':>19s} | {'gen sent/s':>19s} | {'target':>6s} |"
+    header = f"| {'TP variant':26s} | {'vs':26s} | {'train tok/s':>19s} | {gen_unit:>19s} | {'target':>6s} |"
     print(header)
     print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
     summary = []
@@ -691,7 +764,7 @@ def main(argv=None):
         for arch in archs:
             cfg = {k: getattr(args, k) for k in ("device", "dtype", "batch", "src_len", "tgt_len", "warmup", "steps",
                                                  "beam", "gen_batch", "gen_len", "gen_batches", "gen_warmup",
-                                                 "vocab", "seed", "optimizer")}
+                                                 "vocab", "seed", "optimizer", "prompt_len")}
             cfg["arch"] = arch
             # on CUDA the host load matters little: keep every unit
             cfg["max_foreign_load"] = args.max_foreign_load if args.device.startswith("cpu") else 1e9
