@@ -745,9 +745,14 @@ def main(argv=None):
           f"{' (set by --threads)' if args.threads else ' (torch.get_num_threads(), default)'} | "
           f"device {args.device} {args.dtype}{' (' + env['gpu'] + ')' if env['gpu'] else ''}")
     unit = "rounds" if args.paired else "timed"
-    print(f"training: batch {args.batch} x src {args.src_len} x tgt {args.tgt_len}, {args.warmup} warm-up + "
-          f"{args.steps} {unit} steps, {args.optimizer} | generation: beam {args.beam}, {args.gen_batch} sentences x "
-          f"{args.gen_len} tokens, {args.gen_warmup} warm-up + {args.gen_batches} {unit} calls | "
+    lm = is_language_model(archs[0])
+    shapes = (f"blocks {args.batch} x {args.tgt_len}" if lm else f"batch {args.batch} x src {args.src_len} x tgt "
+              f"{args.tgt_len}")
+    generation = (f"sampling, {args.gen_batch} prompts of {args.prompt_len} tokens + {args.gen_len} sampled" if lm
+                  else f"beam {args.beam}, {args.gen_batch} sentences x {args.gen_len} tokens")
+    print(f"training: {shapes}, {args.warmup} warm-up + "
+          f"{args.steps} {unit} steps, {args.optimizer} | generation: {generation}, {args.gen_warmup} warm-up + "
+          f"{args.gen_batches} {unit} calls | "
           + ("paired: one process, models alternated step by step" if args.paired
              else f"{args.repeats} repeats, one fresh process per model, models interleaved"), flush=True)
 

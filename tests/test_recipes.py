@@ -19,7 +19,9 @@ Run at their smallest setting (marked slow: ``make test-slow``), each in about a
   on the Debian-format fixture of tests/test_debian_corpus.py through ``preprocess/debian.sh``;
 - ``recipes/extractive/debian_cpu.sh`` (hashed-word encoder, right-branching trees) on description
   text of 3-5 sentences written here (the Debian fixture's descriptions are shorter);
-- ``recipes/sttr/lcsts.sh`` on an LCSTS fixture (character level) with small sizes.
+- ``recipes/sttr/lcsts.sh`` on an LCSTS fixture (character level) with small sizes;
+- ``recipes/lm/debian_table.sh`` (with ``recipes/lm/train.sh``) on the corpus of
+  ``preprocess/debian_lm.sh`` built from the fixtures of tests/test_debian_lm.py.
 
 ``recipes/summarization/train.sh``, ``generate.sh`` and ``recipes/translation/wmt14_en_de.sh`` run
 in tests/test_summarization_recipe.py (and through the Debian wrappers here).
@@ -492,3 +494,37 @@ def test_sttr_lcsts(tmp_path):
     n_test = len(_lines(work / "corpus/text/test.target"))
     assert len(_lines(work / "run/sttr/eval/test.hyp")) == n_test > 0
     assert "sttr_random" in (work / "run/results.md").read_text()
+
+
+# ---------------------------------------------------------------------------------------------
+# the LM table on the Debian and manual-page fixtures
+
+
+@pytest.mark.slow  # a long end-to-end run: make test-slow
+def test_lm_table_and_its_corpus(tmp_path):
+    """preprocess/debian_lm.sh on the fixtures of tests/test_debian_lm.py, then recipes/lm/debian_table.sh
+    at its smallest setting (tiny presets, 6 updates, 2 seeds of each model): every run trained, scored
+    by fairseq-eval-lm, in the table with its comparison against transformer_lm, records and curves."""
+    from test_debian_corpus import _names_in, write_lists
+    from test_debian_lm import write_pages
+
+    write_lists(tmp_path / "lists")
+    write_pages(tmp_path / "man", _names_in("train", 1, "srctrain")[0],
+                [_names_in(split, 1, f"page{split}")[0] for split in ("train", "valid", "test")])
+    corpus = tmp_path / "corpus"
+    _bash("preprocess/debian_lm.sh", corpus, "--manpages", tmp_path / "man", "--lists-dir", tmp_path / "lists",
+          "--valid-percent", 30, "--test-percent", 30, "--vocab-size", 60)
+    run = tmp_path / "lm"
+    _bash("recipes/lm/debian_table.sh", run, env_extra={
+        "LM_DATA": corpus, "SIZE": "tiny", "MAX_UPDATE": 6, "VALID_EVERY": 3, "WARMUP": 2, "MAX_TOKENS": 64,
+        "TOKENS_PER_SAMPLE": 16, "CONTEXT": 4, "SEEDS": "1 2"})
+    table = (run / "results.md").read_text()
+    for model in ("transformer_lm", "tp_transformer_lm", "tp_transformer_d_lm"):
+        assert f"| {model} | 2 |" in table
+        for seed in (1, 2):
+            assert "Perplexity" in (run / f"{model}-s{seed}/eval/eval_lm_test.log").read_text()
+    assert "| test perplexity | valid perplexity | train tokens/s |" in table
+    assert "**Against transformer_lm**" in table and "| tp_transformer_d_lm | test perplexity |" in table
+    records = json.loads((run / "runs.json").read_text())
+    assert all("lm/test_ppl" in r for runs in records.values() for r in runs.values())  # {row: {run: figures}}
+    assert (run / "curves.png").stat().st_size > 0

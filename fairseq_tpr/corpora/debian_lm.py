@@ -28,7 +28,8 @@ The steps:
 3. **Deduplicate**: in the order of group name, document and line, a line (paragraph or sentence)
    seen before anywhere in the corpus is dropped (boilerplate such as "This package contains the
    header files" is kept once), and a document left empty is dropped.
-4. **Subwords**: sentencepiece (``--vocab-size``, unigram) trained on the train split only.
+4. **Subwords**: sentencepiece (``--vocab-size``, unigram) trained on the train split only, with one
+   thread (several give a slightly different model from run to run); ``--workers`` threads encode.
 5. ``OUT/text/{split}.txt`` (normalised text: one line per paragraph or sentence, an empty line
    between documents), ``OUT/bpe/{split}.txt``, ``fairseq-preprocess --only-source`` into
    ``OUT/data-bin`` (``dict.txt``), and ``OUT/summary.json`` with the counts per split (documents,
@@ -155,8 +156,10 @@ def build_corpus(descriptions, pages, out, args):
     for split, docs in splits.items():  # an empty line between documents
         lines[split] = [line for _, _, doc in docs for line in [*doc, ""]][:-1]
         (text_dir / f"{split}.txt").write_text("".join(f"{line}\n" for line in lines[split]), encoding="utf-8")
+    # one thread: sentencepiece's training with several threads gives a slightly different model from run
+    # to run (piece scores of near ties), a single thread the same one
     spm_model = train_sentencepiece([line for line in lines["train"] if line], out, args.vocab_size, "unigram",
-                                    args.spm_sentences, args.workers)
+                                    args.spm_sentences, workers=1)
     encode = subword_encoder("sentencepiece", spm_model, workers=args.workers)
     summary = {"corpus": "debian-lm", "out": str(out), "bpe": "sentencepiece", "vocab_size": args.vocab_size,
                "counts": dict(sorted(counts.items())), "splits": {}}
@@ -204,7 +207,7 @@ def main(argv=None):
     g.add_argument("--vocab-size", type=int, default=8000, help="sentencepiece pieces (default 8000)")
     g.add_argument("--spm-sentences", type=int, default=1_000_000,
                    help="sentencepiece trains on at most this many sampled train lines (default 1000000)")
-    g.add_argument("--workers", type=int, default=1, help="threads for sentencepiece and fairseq-preprocess")
+    g.add_argument("--workers", type=int, default=1, help="threads for encoding and fairseq-preprocess")
     g.add_argument("--force", action="store_true", help="replace an existing build in OUT")
     args = parser.parse_args(argv)
     if not (0 < args.valid_percent and 0 < args.test_percent and args.valid_percent + args.test_percent < 100):
