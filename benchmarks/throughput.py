@@ -421,7 +421,7 @@ def worker_paired(cfg):
     device = torch.device(cfg["device"])
     cuda = device.type == "cuda"
     archs = cfg["archs"]
-    B, S, T, L = cfg["batch"], cfg["src_len"], cfg["tgt_len"], cfg["gen_len"]
+    B, S, T = cfg["batch"], cfg["src_len"], cfg["tgt_len"]
     built = {a: build(a, cfg["vocab"], cfg["seed"], cfg["device"], cfg["dtype"]) for a in archs}
     d = built[archs[0]][2]
 
