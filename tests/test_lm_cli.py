@@ -75,12 +75,15 @@ def test_fairseq_train_saves_and_logs_role_onehot_for_the_role_dictionary(arch, 
 
 
 def _validate_and_eval_lm(run_cli, lm_data, ckpt):
-    validate = run_cli("fairseq-validate", lm_data, "--user-dir", USER_DIR, "--task", "language_modeling",
-                       "--path", ckpt, "--tokens-per-sample", TOKENS, "--max-tokens", 128, "--cpu", "--valid-subset",
-                       "valid", "--criterion", "cross_entropy_with_roles", "--required-batch-size-multiple", 1)
-    eval_lm = run_cli("fairseq-eval-lm", lm_data, "--user-dir", USER_DIR, "--path", ckpt, "--gen-subset", "valid",
-                      "--tokens-per-sample", TOKENS, "--max-tokens", 128, "--cpu")
-    return validate, eval_lm
+    """fairseq-validate and fairseq-eval-lm on valid, side by side."""
+    with ThreadPoolExecutor(2) as pool:
+        validate = pool.submit(run_cli, "fairseq-validate", lm_data, "--user-dir", USER_DIR, "--task",
+                               "language_modeling", "--path", ckpt, "--tokens-per-sample", TOKENS, "--max-tokens", 128,
+                               "--cpu", "--valid-subset", "valid", "--criterion", "cross_entropy_with_roles",
+                               "--required-batch-size-multiple", 1)
+        eval_lm = pool.submit(run_cli, "fairseq-eval-lm", lm_data, "--user-dir", USER_DIR, "--path", ckpt,
+                              "--gen-subset", "valid", "--tokens-per-sample", TOKENS, "--max-tokens", 128, "--cpu")
+        return validate.result(), eval_lm.result()
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -144,7 +147,8 @@ def test_interactive_beam_and_sampling_and_the_hub(arch, trained, lm_data, run_c
 
 
 # ----------------------------------------------------------------------------- resume
-@pytest.mark.parametrize("arch", ["tp_transformer_d_lm_tiny", "tp_transformer_lm_tiny"])
+@pytest.mark.parametrize("arch", ["tp_transformer_d_lm_tiny",
+                                  pytest.param("tp_transformer_lm_tiny", marks=pytest.mark.slow)])
 def test_a_resumed_run_ends_where_the_straight_run_ends(arch, lm_data, tmp_path):
     """12 updates straight, and 6 then 12 from the first run's checkpoint_last.pt (dropout on): the
     final parameters are the same floats."""
@@ -173,7 +177,7 @@ def test_a_data_directory_without_a_dictionary(tmp_path, run_cli):
     empty.mkdir()
     (empty / "dict.src.txt").write_text("w1 1\n")
     proc = run_cli("fairseq-train", empty, "--user-dir", USER_DIR, "--task", "language_modeling", "--arch",
-                   "tp_transformer_lm_tiny", "--cpu", "--max-update", 1)
+                   "tp_transformer_lm_tiny", "--cpu", "--max-update", 1, "--max-tokens", 100)
     line = _one_error_line(proc)
     assert f"{empty / 'dict.txt'} is missing" in line and "dict.src.txt" in line and "--only-source" in line
 
