@@ -462,7 +462,7 @@ def lm_cli_runs(data, run_cli):
             logs[config] = fairseq_train_in_process(
                 data["lm"], "--user-dir", USER_DIR, "--arch", arch, *flags, *_LM[1], "--optimizer", "adam",
                 "--adam-betas", "(0.9, 0.98)", "--adam-eps", "1e-8", "--lr", "0.002", "--lr-scheduler",
-                "reduce_lr_on_plateau", "--lr-shrink", "0.5", "--warmup-updates", "300", "--warmup-init-lr", "1e-7",
+                "cosine", "--warmup-updates", "300", "--warmup-init-lr", "1e-7",
                 "--max-tokens", "2048", "--required-batch-size-multiple", "1", "--max-update", "3", "--seed", "1",
                 "--cpu", "--num-workers", "0", "--log-format", "simple", "--log-interval", "1",
                 "--save-dir", root / f"ckpt_train_{config}", "--no-epoch-checkpoints")

@@ -10,7 +10,7 @@
 # Data: LM_DATA (runs/lm/corpus), built when missing with preprocess/manpages.sh (MANPAGES,
 # runs/manpages) and preprocess/debian_lm.sh (the Debian lists of runs/debian/apt/lists when
 # preprocess/debian.sh fetched them, else fetched). Training: recipes/lm/train.sh (its environment:
-# SIZE, MAX_UPDATE 5000, MAX_TOKENS 2048, TOKENS_PER_SAMPLE 128, LR, WARMUP, VALID_EVERY). Evaluation:
+# SIZE, MAX_UPDATE 6000 with a cosine decay, MAX_TOKENS 2048, TOKENS_PER_SAMPLE 128, LR, WARMUP, VALID_EVERY). Evaluation:
 # fairseq-eval-lm on test and valid with --tokens-per-sample TOKENS_PER_SAMPLE and --context-window
 # CONTEXT (64: every scored token sees at least 64 tokens before it, up to the block start's
 # document), logged to RUN/NAME/eval/eval_lm_{test,valid}.log (read by the table). One thread per run unless OMP_NUM_THREADS says
