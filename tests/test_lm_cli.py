@@ -224,3 +224,28 @@ def test_roles_dump_of_a_language_model_reads_its_blocks(arch, trained, lm_data,
         assert "decoder.embed" in dump.keys()  # Eq. 2's roles
         roles_cli.main(["kmeans", str(out), "--side", "decoder", "--layer", "embed", "--k", "3"])
         assert "| 2 | " in capsys.readouterr().out  # the third of the k clusters
+
+
+def test_roles_dump_of_a_language_model_line_by_line_aligns_with_line_labels(trained, lm_data, tmp_path, capsys):
+    """``--lines``: one example per line of the split, as the POS labels of ``pos_labels --side lm`` come
+    (one label per piece of the line, aligned with the pieces each position predicts)."""
+    from fairseq_tpr.analysis.dump import Dump
+    from fairseq_tpr.analysis.pos_labels import load_pieces
+    from fairseq_tpr.analysis.cluster import read_token_labels
+    from fairseq_tpr.cli import roles as roles_cli
+
+    out = tmp_path / "lines.npz"
+    roles_cli.main(["dump", str(lm_data), "--path", str(trained["tp_transformer_d_lm_tiny"] / "checkpoint_last.pt"),
+                    "--split", "valid", "--max-examples", "5", "--lines", "--out", str(out), "--cpu"])
+    dump = Dump.load(str(out))
+    _, pieces = load_pieces(str(lm_data), "valid", "lm", None)
+    eos = dump.tgt_vocab.index("</s>")
+    for i, (read, predicted) in enumerate(zip(dump.src, dump.tgt)):
+        assert [dump.tgt_vocab[t] for t in predicted[:-1]] == pieces[i] and predicted[-1] == eos
+        assert read[0] == eos and (read[1:] == predicted[:-1]).all()  # </s>, x_1 .. x_(n-1)
+    labels = tmp_path / "valid.lab"  # one label per piece: its length, as a stand-in for a POS tag
+    labels.write_text("".join(" ".join(str(len(p)) for p in line) + "\n" for line in pieces))
+    aligned = read_token_labels(str(labels), dump, "decoder")
+    assert [len(a) for a in aligned] == [len(t) for t in dump.tgt]
+    roles_cli.main(["purity", str(out), "--labels", str(labels), "--side", "decoder", "--k", "3"])
+    assert "purity" in capsys.readouterr().out

@@ -17,7 +17,10 @@ and ``"<key>/<component>"`` arrays concatenated over examples along the token ax
 A language model (``--task language_modeling``: ``tp_transformer_lm``, ``tp_transformer_d_lm``,
 ``transformer_lm_tp``) has only decoder sites; its dump holds the tokens each position reads as
 ``src`` and the tokens it predicts as ``tgt`` (``meta["language_model"]``), one example per block of
-the split (``--tokens-per-sample`` tokens across line ends, as the model was trained).
+the split (``--tokens-per-sample`` tokens across line ends, as the model was trained), or with
+``fairseq-tpr-roles dump --lines`` one per line of the split (the task's ``--sample-break-mode eos``:
+position t reads ``</s>, x_1 .. x_(t-1)`` and predicts ``x_t``, positions counted from the line's
+start, labels one per piece of the line as for a decoder side).
 """
 import json
 import os
@@ -33,8 +36,9 @@ from ..choices import ROLE_COMPONENTS  # noqa: F401  (analysis and the roles com
 
 
 # --------------------------------------------------------------------------- loading
-def load_checkpoint(path: str, data: str, cpu: bool = True):
-    """(model in eval mode, task, model args) from a fairseq checkpoint, reading data from ``data``."""
+def load_checkpoint(path: str, data: str, cpu: bool = True, overrides: Optional[Dict] = None):
+    """(model in eval mode, task, model args) from a fairseq checkpoint, reading data from ``data``;
+    ``overrides`` change more of the saved options (as fairseq's ``--model-overrides``)."""
     from fairseq import checkpoint_utils
 
     import fairseq_tpr
@@ -46,7 +50,8 @@ def load_checkpoint(path: str, data: str, cpu: bool = True):
     if not os.path.isdir(data):
         raise InputError(f"data directory {data} does not exist (pass the data-bin made by fairseq-preprocess)")
     try:
-        models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides={"data": data})
+        models, cfg, task = checkpoint_utils.load_model_ensemble_and_task(
+            [path], arg_overrides={"data": data, **(overrides or {})})
     except FileNotFoundError as e:
         raise ConfigError(f"{path} does not fit the data in {data}: {e}. Pass the data-bin the model was trained "
                           "with (its dictionaries and language pair).")

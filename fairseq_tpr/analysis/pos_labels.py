@@ -168,6 +168,14 @@ def load_pieces(data: str, split: str, side: str, other: str) -> Tuple[str, List
     """The symbols of every example of ``split`` on ``side`` (without ``</s>``) and the prefix read."""
     from fairseq.data import Dictionary, data_utils
 
+    if side == "lm":  # a language-modelling directory of fairseq-preprocess --only-source: one line per example
+        dict_path, prefix = os.path.join(data, "dict.txt"), os.path.join(data, split)
+        if not (os.path.isfile(dict_path) and os.path.exists(prefix + ".bin")):
+            raise InputError(f"--side lm reads {dict_path} and {prefix}.bin (fairseq-preprocess --only-source); "
+                             f"{data} has {'no ' + split + '.bin' if os.path.isfile(dict_path) else 'no dict.txt'}")
+        d = Dictionary.load(dict_path)
+        ds = data_utils.load_indexed_dataset(prefix, d)
+        return prefix, [[d[t] for t in ds[i][:-1].tolist()] for i in range(len(ds))]
     dict_path = os.path.join(data, f"dict.{side}.txt")
     if not os.path.isfile(dict_path):
         raise InputError(f"{dict_path} does not exist: pass the data-bin of fairseq-preprocess and the side's "
@@ -186,7 +194,8 @@ def main(argv=None):
     p.add_argument("data", help="data-bin of fairseq-preprocess (sentencepiece pieces)")
     p.add_argument("split")
     p.add_argument("out", help="label file to write (one line per example)")
-    p.add_argument("--side", default="target", help="language suffix of the side to tag (default target)")
+    p.add_argument("--side", default="target", help="language suffix of the side to tag (default target); lm: the "
+                                                    "lines of a language-modelling directory (dict.txt, SPLIT.bin)")
     p.add_argument("--other", default="source", help="the other language suffix (default source)")
     p.add_argument("--max-length", type=int, default=100, help="the parser skips longer lines (default 100 tokens)")
     p.add_argument("--threads", type=int, default=1, help="parser threads (default 1)")

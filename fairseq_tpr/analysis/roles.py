@@ -25,9 +25,10 @@ from .dump import ROLE_COMPONENTS, Dump
 def dump_roles(data: str, path: str, out: str, split: str = "test", max_examples: Optional[int] = 128,
                components: Sequence[str] = ROLE_COMPONENTS, generate: bool = False, beam: int = 1,
                max_len_a: float = 0.0, max_len_b: int = 200, batch_size: int = 32, dtype: str = "float32",
-               cpu: bool = False) -> Dump:
+               cpu: bool = False, lines: bool = False) -> Dump:
     """Run checkpoint ``path`` on the first ``max_examples`` of ``split`` in ``data`` and save ``components``
-    of every site to ``out``."""
+    of every site to ``out``; ``lines``: a language model reads the split line by line (one example
+    per line, its task's ``sample_break_mode`` set to ``eos``) instead of in its training blocks."""
     from .dump import arch_of, load_checkpoint, load_split, require_roles, run_capture
 
     comps = list(components)
@@ -36,15 +37,21 @@ def dump_roles(data: str, path: str, out: str, split: str = "test", max_examples
         raise ConfigError(f"--components: unknown {bad}; choose from {', '.join(COMPONENTS)}")
     if max_examples is not None and max_examples < 1:
         raise ConfigError(f"--max-examples must be at least 1 (got {max_examples})")
-    model, task, margs = load_checkpoint(path, data, cpu=cpu)
+    model, task, margs = load_checkpoint(path, data, cpu=cpu, overrides={"sample_break_mode": "eos"} if lines else None)
     arch = arch_of(margs)
+    from fairseq.tasks.language_modeling import LanguageModelingTask
+
+    if lines and not isinstance(task, LanguageModelingTask):
+        raise ConfigError(f"--lines is for language models (--task language_modeling); {path} holds --arch {arch}, "
+                          "whose examples are lines already")
     if any(c in ROLE_COMPONENTS for c in comps):
         kind = require_roles(model, path, arch)
         if kind == "continuous" and comps == ["role_attn"]:
             raise ConfigError(f"--components role_attn: {path} (--arch {arch}) has continuous roles, no role "
                               "distributions; dump role,filler,tpr instead")
     dataset = load_split(task, split, data)
-    meta = {"arch": arch, "checkpoint": path, "data": data, "split": split, "beam": beam if generate else None}
+    meta = {"arch": arch, "checkpoint": path, "data": data, "split": split, "beam": beam if generate else None,
+            "lines": lines}
     dump = run_capture(model, task, dataset, max_examples, comps, generate=generate, beam=beam,
                        max_len_a=max_len_a, max_len_b=max_len_b, batch_size=batch_size, meta=meta)
     size = dump.save(out, dtype=np.dtype(dtype))

@@ -57,6 +57,10 @@ def build_parser():
     d.add_argument("--components", default=",".join(ROLE_COMPONENTS),
                    help=f"comma list from {','.join(COMPONENTS)} (default: {','.join(ROLE_COMPONENTS)}; "
                         "attn = attention maps, large; out = layer outputs)")
+    d.add_argument("--lines", action="store_true",
+                   help="language models: one example per line of the split (positions from the line's start; "
+                        "labels per line, as python -m fairseq_tpr.analysis.pos_labels DATA SPLIT OUT --side lm "
+                        "writes them) instead of the training blocks")
     d.add_argument("--dtype", choices=("float32", "float16"), default="float32")
     d.add_argument("--cpu", action="store_true", help="stay on the CPU even when CUDA is available")
     d.add_argument("--out", required=True, help="output .npz")
@@ -108,7 +112,7 @@ def _run(a):
         comps = [c.strip() for c in a.components.split(",") if c.strip()]
         roles.dump_roles(a.data, a.path, a.out, split=a.split, max_examples=a.max_examples, components=comps,
                          generate=a.generate, beam=a.beam, max_len_a=a.max_len_a, max_len_b=a.max_len_b,
-                         batch_size=a.batch_size, dtype=a.dtype, cpu=a.cpu)
+                         batch_size=a.batch_size, dtype=a.dtype, cpu=a.cpu, lines=a.lines)
     elif a.command == "stats":
         roles.print_stats(a.dump, a.threshold, json_path=a.json, usage_png=a.usage_png)
     elif a.command == "kmeans":
