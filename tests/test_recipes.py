@@ -20,8 +20,8 @@ Run at their smallest setting (marked slow: ``make test-slow``), each in about a
 - ``recipes/extractive/debian_cpu.sh`` (hashed-word encoder, right-branching trees) on description
   text of 3-5 sentences written here (the Debian fixture's descriptions are shorter);
 - ``recipes/sttr/lcsts.sh`` on an LCSTS fixture (character level) with small sizes;
-- ``recipes/lm/debian_table.sh`` (with ``recipes/lm/train.sh``) on the corpus of
-  ``preprocess/debian_lm.sh`` built from the fixtures of tests/test_debian_lm.py.
+- ``recipes/lm/debian_table.sh`` (with ``recipes/lm/train.sh``) and ``recipes/lm/roles.sh`` on the
+  corpus of ``preprocess/debian_lm.sh`` built from the fixtures of tests/test_debian_lm.py.
 
 ``recipes/summarization/train.sh``, ``generate.sh`` and ``recipes/translation/wmt14_en_de.sh`` run
 in tests/test_summarization_recipe.py (and through the Debian wrappers here).
@@ -528,3 +528,13 @@ def test_lm_table_and_its_corpus(tmp_path):
     records = json.loads((run / "runs.json").read_text())
     assert all("lm/test_ppl" in r for runs in records.values() for r in runs.values())  # {row: {run: figures}}
     assert (run / "curves.png").stat().st_size > 0
+    # the role analysis of the table's TP models (POS tags by the Stanford parser: the rst extra and Java)
+    _bash("recipes/lm/roles.sh", run, env_extra={"LM_DATA": corpus, "SEEDS": "1 2", "EXAMPLES": 5, "K": 3})
+    analysis = run / "analysis"
+    for model in ("tp_transformer_lm", "tp_transformer_d_lm"):
+        for what in ("pos", "position"):
+            report = json.loads((analysis / f"purity_{what}_{model}.json").read_text())
+            assert len(report["dumps"]) == 2  # both seeds
+        assert (analysis / f"role_clusters_{model}.png").stat().st_size > 0
+    assert (analysis / "purity_pos_tp_transformer_lm_embed.json").exists()
+    assert (analysis / "role_attn.png").stat().st_size > 0 and (analysis / "stats-s1.json").exists()
