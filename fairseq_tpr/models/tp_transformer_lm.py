@@ -21,7 +21,7 @@ for ``--task language_modeling`` (``fairseq-train``, ``-validate``, ``-eval-lm``
 
 Each model is fairseq's :class:`TransformerLanguageModel`: its ``build_model`` makes the token
 embedding (plain, ``--adaptive-input`` or ``--character-embeddings``), fills
-``--max-target-positions`` from ``--tokens-per-sample`` and builds fairseq's decoder; the class then
+``--max-target-positions`` from ``--tokens-per-sample`` and builds fairseq's decoder; a TP class then
 builds its decoder with the same embedding from fairseq's :class:`TransformerDecoder` whose cells
 come from the variant's layer class (:class:`~.tpr_transformer_base.TPRTransformerDecoder`) and
 drops fairseq's (building it costs one decoder's initialisation, ~1 s at paper size; copying
@@ -59,8 +59,9 @@ from .tpr_transformer_base import TPRTransformerDecoder, explain_state_dict_mism
 
 
 class TPRLanguageModelBase(ChecksOptions, TransformerLanguageModel):
-    """What the two TPR language models share: fairseq's ``transformer_lm`` options, the checks of
-    the task and the positions, the decoder built from ``decoder_layer``, the checkpoint check."""
+    """What the plugin's language models share (the matched ``transformer_lm_tp`` too): fairseq's
+    ``transformer_lm`` options, the checks of the task and the positions, the decoder built from
+    ``decoder_layer`` (None: fairseq's own), the checkpoint check."""
 
     family = "TPR language model"
     unsupported_options = ("cross_self_attention",)
