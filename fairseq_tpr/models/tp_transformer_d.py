@@ -39,21 +39,31 @@ def add_role_study_args(parser, context: str = "") -> None:
                              "TRITON_INTERPRET=1)")
 
 
+# fairseq options that only fairseq's own cell forward honours (the role cells write their own)
+ROLE_CELL_UNSUPPORTED = ("cross_self_attention", "scale_attn", "scale_fc", "scale_heads", "scale_resids")
+
+
+def add_role_dictionary_args(parser) -> None:
+    """``--num-roles``, ``--role-dim`` and the role study options (:func:`add_role_study_args`) of the
+    models with a role dictionary in every cell (encoder-decoder and language model)."""
+    parser.add_argument("--num-roles", type=int, metavar="N_r", help="role embeddings per dictionary (N_r)")
+    parser.add_argument("--role-dim", type=int, metavar="d_r",
+                        help="size of a role embedding (d_r); heads x d_r must equal the embedding size")
+    add_role_study_args(parser)
+
+
 @register_model("tp_transformer_d")
 class TPTransformerDModel(ReturnsRoleAttention, TPRTransformerModelBase):
     """Encoder-decoder TP-Transformer with a role dictionary per attention sublayer."""
 
     family = "discrete-role TP-Transformer"
-    unsupported_options = ("cross_self_attention", "scale_attn", "scale_fc", "scale_heads", "scale_resids")
+    unsupported_options = ROLE_CELL_UNSUPPORTED
     encoder_layer, decoder_layer = RoleEncoderLayer, RoleDecoderLayer
 
     @classmethod
     def add_args(cls, parser):
         super().add_args(parser)
-        parser.add_argument("--num-roles", type=int, metavar="N_r", help="role embeddings per dictionary (N_r)")
-        parser.add_argument("--role-dim", type=int, metavar="d_r",
-                            help="size of a role embedding (d_r); heads x d_r must equal the embedding size")
-        add_role_study_args(parser)
+        add_role_dictionary_args(parser)
 
     @classmethod
     def check_options(cls, args, task):

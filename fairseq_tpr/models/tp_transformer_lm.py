@@ -54,11 +54,11 @@ from .presets import set_defaults
 from .role_capture import ReturnsRoleAttention
 from .tp_transformer import (add_continuous_role_args, check_ffn_init, check_position_table, interleaved_positions,
                              xavier_feed_forward)
-from .tp_transformer_d import add_role_study_args
-from .tpr_transformer_base import TPRTransformerDecoder, explain_state_dict_mismatch
+from .tp_transformer_d import ROLE_CELL_UNSUPPORTED, add_role_dictionary_args
+from .tpr_transformer_base import ExplainsCheckpointMismatch, TPRTransformerDecoder
 
 
-class TPRLanguageModelBase(ChecksOptions, TransformerLanguageModel):
+class TPRLanguageModelBase(ExplainsCheckpointMismatch, ChecksOptions, TransformerLanguageModel):
     """What the plugin's language models share (the matched ``transformer_lm_tp`` too): fairseq's
     ``transformer_lm`` options, the checks of the task and the positions, the decoder built from
     ``decoder_layer`` (None: fairseq's own), the checkpoint check."""
@@ -108,10 +108,6 @@ class TPRLanguageModelBase(ChecksOptions, TransformerLanguageModel):
                                         cls.decoder_layer, cls.embedding_binding(args), no_encoder_attn=True)
         return cls(decoder)
 
-    def load_state_dict(self, state_dict, strict=True, model_cfg=None, args=None):
-        if strict:
-            explain_state_dict_mismatch(self, state_dict, self.family)
-        return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)
 
 
 @register_model("transformer_lm_tp")
@@ -161,16 +157,13 @@ class TPTransformerDLanguageModel(ReturnsRoleAttention, TPRLanguageModelBase):
     """Decoder-only TP-Transformer with a role dictionary after every self-attention sublayer."""
 
     family = "discrete-role TP-Transformer language model"
-    unsupported_options = ("cross_self_attention", "scale_attn", "scale_fc", "scale_heads", "scale_resids")
+    unsupported_options = ROLE_CELL_UNSUPPORTED
     decoder_layer = RoleDecoderLayer
 
     @classmethod
     def add_args(cls, parser):
         super().add_args(parser)
-        parser.add_argument("--num-roles", type=int, metavar="N_r", help="role embeddings per dictionary (N_r)")
-        parser.add_argument("--role-dim", type=int, metavar="d_r",
-                            help="size of a role embedding (d_r); heads x d_r must equal the embedding size")
-        add_role_study_args(parser)
+        add_role_dictionary_args(parser)
 
     @classmethod
     def check_options(cls, args, task):

@@ -62,7 +62,17 @@ class TPRTransformerDecoder(TransformerDecoder):
         return wrap_layer(self.layer_class(cfg, no_encoder_attn=no_encoder_attn), cfg)
 
 
-class TPRTransformerModelBase(ChecksOptions, TransformerModel):
+class ExplainsCheckpointMismatch:
+    """Mixin for a fairseq model class with a ``family`` name: a strict ``load_state_dict`` of a state
+    dict that does not fit raises :func:`explain_state_dict_mismatch`'s ConfigError first."""
+
+    def load_state_dict(self, state_dict, strict=True, model_cfg=None, args=None):
+        if strict:
+            explain_state_dict_mismatch(self, state_dict, self.family)
+        return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)
+
+
+class TPRTransformerModelBase(ExplainsCheckpointMismatch, ChecksOptions, TransformerModel):
     """Shared flags, checks, builders and checkpoint loading of the TP-Transformer models."""
 
     # name used in messages, e.g. "continuous-role TP-Transformer"
@@ -133,10 +143,6 @@ class TPRTransformerModelBase(ChecksOptions, TransformerModel):
         return TPRTransformerDecoder(args, tgt_dict, embed_tokens, cls.decoder_layer, cls.embedding_binding(args),
                                      no_encoder_attn)
 
-    def load_state_dict(self, state_dict, strict=True, model_cfg=None, args=None):
-        if strict:
-            explain_state_dict_mismatch(self, state_dict, self.family)
-        return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)
 
 
 def checkpoint_family(keys) -> str:
