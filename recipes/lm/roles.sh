@@ -8,9 +8,10 @@
 # RUN_DIR is the LM table's run directory (MODEL-sN/checkpoints/checkpoint_best.pt, finished runs only:
 # RUN_DIR/NAME/done); the data is LM_DATA (runs/lm/corpus)/data-bin. The models read the test split line
 # by line (fairseq-tpr-roles dump --lines: positions from the line's start).
-# 1. POS labels of the test lines, one Penn Treebank tag per piece (the Stanford parser:
-#    python -m fairseq_tpr.analysis.pos_labels DATA test OUT --side lm; needs fairseq_tpr[rst] and Java),
-#    OUT/pos/test.pos, written once.
+# 1. POS labels of the first EXAMPLES test lines (those the dumps read), one Penn Treebank tag per piece
+#    (the Stanford parser: python -m fairseq_tpr.analysis.pos_labels DATA test OUT --side lm
+#    --max-examples EXAMPLES; needs fairseq_tpr[rst] and Java), OUT/pos/test.pos, written again only
+#    when it holds fewer than EXAMPLES lines.
 # 2. Per model (tp_transformer_lm, tp_transformer_d_lm) and seed in SEEDS ("1 2 3"): fairseq-tpr-roles
 #    dump of the first EXAMPLES (400) test lines (OUT/MODEL-sN.npz); for tp_transformer_d_lm also
 #    fairseq-tpr-roles stats (one-hot rates, role usage: OUT/stats-sN.md, .json, OUT/role_usage-sN.png).
@@ -35,16 +36,17 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 [[ -f "$data/dict.txt" ]] || { echo "error: $data/dict.txt missing: set LM_DATA to the corpus of the table (preprocess/debian_lm.sh)" >&2; exit 2; }
 mkdir -p "$out/pos"
 stamp() { echo "[$(date -u +%H:%M:%S)] $*"; }
-if [[ ! -f "$out/pos/test.pos" ]]; then
-    stamp "POS labels: test"
-    python -m fairseq_tpr.analysis.pos_labels "$data" test "$out/pos/test.pos.tmp" --side lm --no-progress
+if [[ ! -f "$out/pos/test.pos" || $(wc -l < "$out/pos/test.pos") -lt $EXAMPLES ]]; then
+    stamp "POS labels: the first $EXAMPLES test lines"
+    python -m fairseq_tpr.analysis.pos_labels "$data" test "$out/pos/test.pos.tmp" --side lm --max-examples "$EXAMPLES" \
+        --no-progress
     mv "$out/pos/test.pos.tmp" "$out/pos/test.pos"
 fi
 # the position of every piece in its line, in K bins of about equal counts over the dumped lines: a label
 # that only a position code can match
-python - "$out/pos/test.pos" "$out/pos/test.position" "$K" <<'PY'
+python - "$out/pos/test.pos" "$out/pos/test.position" "$K" "$EXAMPLES" <<'PY'
 import sys
-lines = [l.split() for l in open(sys.argv[1], encoding="utf-8").read().split("\n")[:-1]]
+lines = [l.split() for l in open(sys.argv[1], encoding="utf-8").read().split("\n")[:-1]][:int(sys.argv[4])]
 k = int(sys.argv[3])
 positions = sorted(i for l in lines for i in range(len(l)))
 edges = [positions[len(positions) * j // k] for j in range(1, k)] if positions else []
