@@ -109,7 +109,6 @@ class TPRLanguageModelBase(ExplainsCheckpointMismatch, ChecksOptions, Transforme
         return cls(decoder)
 
 
-
 @register_model("transformer_lm_tp")
 class MatchedTransformerLanguageModel(TPRLanguageModelBase):
     """fairseq's ``transformer_lm`` as it is (its decoder and cells), with the checks of the TP language

@@ -144,7 +144,6 @@ class TPRTransformerModelBase(ExplainsCheckpointMismatch, ChecksOptions, Transfo
                                      no_encoder_attn)
 
 
-
 def checkpoint_family(keys) -> str:
     """Which kind of model a state dict holds, from its parameter names."""
     keys = list(keys)
