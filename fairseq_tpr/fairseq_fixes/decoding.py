@@ -8,21 +8,40 @@ nothing is ever blocked. We give the Python path the tokens generated so far,
 ``tokens[:, : step + 1]``, which is what the CUDA kernel reads (it indexes by ``step``).
 Slicing an already-sliced buffer is a no-op, so the fix is harmless where fairseq is right.
 """
+import types
+
 from fairseq.ngram_repeat_block import NGramRepeatBlock
+
+
+def _renamed(function, name: str):
+    """A copy of ``function`` (same code, globals, defaults) whose ``__name__`` is ``name``."""
+    copy = types.FunctionType(function.__code__, function.__globals__, name, function.__defaults__,
+                              function.__closure__)
+    copy.__kwdefaults__, copy.__annotations__, copy.__doc__ = (
+        function.__kwdefaults__, dict(function.__annotations__), function.__doc__)
+    return copy
 
 
 def fix_ngram_repeat_block() -> None:
     """``fairseq/ngram_repeat_block.py`` line 96 (``NGramRepeatBlock._no_repeat_ngram``, the Python
     path that ``forward`` takes at line 88), called from ``fairseq/sequence_generator.py`` line 422
     with the whole token buffer: it gets ``tokens[:, : step + 1]`` instead (module docstring).
-    Test: ``tests/test_fairseq_fixes.py``."""
+
+    fairseq's method stays on the class as ``_no_repeat_ngram_fairseq`` and the replacement calls it
+    as a method of ``self``, which TorchScript compiles (``torch.jit.script`` of a
+    ``SequenceGenerator``, fairseq's ``tests/test_sequence_generator.py``); an unbound call with
+    ``self`` as first argument does not compile, and TorchScript names a method it compiles on
+    demand by its function's ``__name__``, hence the renamed copy. Tests: ``tests/test_fairseq_fixes.py``,
+    ``tests/test_torchscript.py``."""
     original = NGramRepeatBlock._no_repeat_ngram
     if getattr(original, "fairseq_tpr_fixed", False):
         return
+    NGramRepeatBlock._no_repeat_ngram_fairseq = _renamed(original, "_no_repeat_ngram_fairseq")
 
     def _no_repeat_ngram(self, tokens, lprobs, bsz: int, beam_size: int, step: int):
-        return original(self, tokens[:, : step + 1], lprobs, bsz, beam_size, step)
+        return self._no_repeat_ngram_fairseq(tokens[:, : step + 1], lprobs, bsz, beam_size, step)
 
     _no_repeat_ngram.fairseq_tpr_fixed = True
+    _no_repeat_ngram.fairseq_tpr_original = original
     _no_repeat_ngram.__doc__ = original.__doc__
     NGramRepeatBlock._no_repeat_ngram = _no_repeat_ngram

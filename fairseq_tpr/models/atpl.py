@@ -42,6 +42,7 @@ from .captioning_base import (
 )
 from .checks import ChecksOptions, task_dictionary
 from .presets import set_defaults
+from .scripting import EagerOnly
 
 
 # --------------------------------------------------------------------------- encoders
@@ -177,10 +178,12 @@ class ATPLModel(ImageCaptioningModel):
 
 
 @register_model("atpl_autoencoder")
-class ATPLAutoencoderModel(ChecksOptions, FairseqEncoderDecoderModel):
+class ATPLAutoencoderModel(EagerOnly, ChecksOptions, FairseqEncoderDecoderModel):
     """ATPL sentence autoencoder (Huang et al., Sec. 5.1, Fig. 3): LSTM encoder -> v -> ATPL
     decoder rebuilding the sentence. Train it with ``--task translation`` on source = target;
     ``fairseq-tpr-unbinding`` reads the unbinding vectors u_t off its decoder."""
+    not_scriptable_because = ("its forward is fairseq's FairseqEncoderDecoderModel.forward(..., **kwargs), which "
+                              "TorchScript does not compile")
 
     @staticmethod
     def add_args(parser):

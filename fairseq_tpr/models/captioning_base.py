@@ -20,6 +20,7 @@ from ..errors import ConfigError, InputError
 from .checks import ChecksOptions
 from .captioning_hub import CaptionerHubInterface
 from .hub_entry import plugin_from_pretrained
+from .scripting import EagerOnly
 
 DEFAULT_MAX_TARGET_POSITIONS = 1024
 
@@ -143,10 +144,12 @@ def default_length_limits(args, *keys):
             setattr(args, key, DEFAULT_MAX_TARGET_POSITIONS)
 
 
-class ImageCaptioningModel(ChecksOptions, FairseqEncoderDecoderModel):
+class ImageCaptioningModel(EagerOnly, ChecksOptions, FairseqEncoderDecoderModel):
     """Image feature -> caption decoder. Subclasses write :meth:`base_preset` (the defaults every
     preset of the family shares) and :meth:`build_caption_decoder`; ``image_dropout`` says whether
     ``--dropout`` also applies to the image feature."""
+    not_scriptable_because = ("its forward is fairseq's FairseqEncoderDecoderModel.forward(..., **kwargs), which "
+                              "TorchScript does not compile")
 
     image_dropout = True
 

@@ -40,6 +40,7 @@ from ..modules.synthesizer_attention import ATTENTIONS
 from .checks import ChecksOptions
 from .discourse_synthesizer_hub import ExtractiveHubInterface, select_units  # noqa: F401 (select_units: its home)
 from .hub_entry import plugin_from_pretrained
+from .scripting import EagerOnly
 
 
 class SynthesizerEncoderLayer(nn.Module):
@@ -79,8 +80,10 @@ def sinusoid(n, d):
 
 
 @register_model("discourse_synthesizer")
-class DiscourseSynthesizerModel(ChecksOptions, BaseFairseqModel):
+class DiscourseSynthesizerModel(EagerOnly, ChecksOptions, BaseFairseqModel):
     """Unit vectors + positions -> L Synthesizer layers -> MLP scorer (module docstring)."""
+    not_scriptable_because = ("it scores document units from a collated batch of trees and features (a dict), "
+                              "which TorchScript does not compile")
 
     def __init__(self, args, unit_dim, max_units):
         super().__init__()

@@ -50,6 +50,7 @@ from .presets import default_sizes, set_defaults
 from .role_capture import ReturnsRoleAttention
 from .tp_transformer_d import add_role_study_args
 from .tpr_transformer_base import TPRTransformerDecoder, TPRTransformerEncoder
+from .scripting import EagerOnly
 
 TEMPLATE_MODES = ("none", "concat", "attention")
 TPR_KINDS = ("none", "discrete")
@@ -122,9 +123,11 @@ class STTREncoder(SourceOnlyEncoder):
 
 
 @register_model("sttr")
-class STTRModel(ReturnsRoleAttention, ChecksOptions, TransformerModel):
+class STTRModel(EagerOnly, ReturnsRoleAttention, ChecksOptions, TransformerModel):
     """STTR (module docstring). Flags on top of fairseq's transformer: ``--template-mode``,
     ``--tpr``, ``--num-roles``, ``--role-dim``."""
+    not_scriptable_because = ("its encoder output carries the template's states and role attention in fields that "
+                              "TorchScript cannot type, and its role layers are the TP transformer's")
 
     @classmethod
     def add_args(cls, parser):

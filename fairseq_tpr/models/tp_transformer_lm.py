@@ -56,12 +56,16 @@ from .tp_transformer import (add_continuous_role_args, check_ffn_init, check_pos
                              xavier_feed_forward)
 from .tp_transformer_d import ROLE_CELL_UNSUPPORTED, add_role_dictionary_args
 from .tpr_transformer_base import ExplainsCheckpointMismatch, TPRTransformerDecoder
+from .scripting import EagerOnly
 
 
-class TPRLanguageModelBase(ExplainsCheckpointMismatch, ChecksOptions, TransformerLanguageModel):
+class TPRLanguageModelBase(EagerOnly, ExplainsCheckpointMismatch, ChecksOptions, TransformerLanguageModel):
     """What the plugin's language models share (the matched ``transformer_lm_tp`` too): fairseq's
     ``transformer_lm`` options, the checks of the task and the positions, the decoder built from
     ``decoder_layer`` (None: fairseq's own), the checkpoint check."""
+    not_scriptable_because = ("its forward is fairseq's FairseqLanguageModel.forward(src_tokens, **kwargs), which "
+                              "TorchScript does not compile (fairseq's own transformer_lm does not script either), "
+                              "and its decoder layers are the TP transformer's")
 
     family = "TPR language model"
     unsupported_options = ("cross_self_attention",)

@@ -17,6 +17,7 @@ from fairseq.tasks.language_modeling import LanguageModelingTask
 
 from ..errors import ConfigError
 from .checks import ChecksOptions, check_heads_divide, task_dictionary
+from .scripting import EagerOnly
 
 TPR_SIDES = ("both", "encoder", "decoder")
 
@@ -72,8 +73,11 @@ class ExplainsCheckpointMismatch:
         return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)
 
 
-class TPRTransformerModelBase(ExplainsCheckpointMismatch, ChecksOptions, TransformerModel):
+class TPRTransformerModelBase(EagerOnly, ExplainsCheckpointMismatch, ChecksOptions, TransformerModel):
     """Shared flags, checks, builders and checkpoint loading of the TP-Transformer models."""
+    not_scriptable_because = ("its TP attention and role layers keep Python-side state that TorchScript cannot type "
+                              "(the role taps of fairseq-tpr-roles, the Triton kernels imported on first use, the "
+                              "incremental state of TP attention)")
 
     # name used in messages, e.g. "continuous-role TP-Transformer"
     family = "TPR transformer"
