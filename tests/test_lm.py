@@ -223,7 +223,6 @@ def test_presets_match_in_everything_but_the_binding(size, dim, layers, heads, f
 
 @pytest.mark.parametrize("flags,match", [
     (("--task", "translation"), "is a language model: use --task language_modeling"),
-    (("--max-target-positions", "16"), "--tokens-per-sample 32 is above the positions"),
     (("--role-dim", "10"), "--role-dim 10 x --decoder-attention-heads 4"),
     (("--num-roles", "0"), "--num-roles must be at least 1"),
     (("--decoder-attention-heads", "5"), "is not divisible by --decoder-attention-heads 5"),

@@ -14,7 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 
-from _inprocess import USER_DIR, binarize_lm, binarize_reversal, train_argv
+from fairseq import options
+
+from _inprocess import USER_DIR, binarize_lm, binarize_reversal, preprocess_in_process, train_argv
 from _inprocess import train as train_in_process
 from fairseq_tpr import hub
 
@@ -79,8 +81,7 @@ def _validate_and_eval_lm(run_cli, lm_data, ckpt):
     with ThreadPoolExecutor(2) as pool:
         validate = pool.submit(run_cli, "fairseq-validate", lm_data, "--user-dir", USER_DIR, "--task",
                                "language_modeling", "--path", ckpt, "--tokens-per-sample", TOKENS, "--max-tokens", 128,
-                               "--cpu", "--valid-subset", "valid", "--criterion", "cross_entropy_with_roles",
-                               "--required-batch-size-multiple", 1)
+                               "--cpu", "--valid-subset", "valid", "--criterion", "cross_entropy_with_roles")
         eval_lm = pool.submit(run_cli, "fairseq-eval-lm", lm_data, "--user-dir", USER_DIR, "--path", ckpt,
                               "--gen-subset", "valid", "--tokens-per-sample", TOKENS, "--max-tokens", 128, "--cpu")
         return validate.result(), eval_lm.result()
@@ -89,9 +90,9 @@ def _validate_and_eval_lm(run_cli, lm_data, ckpt):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_fairseq_validate_and_eval_lm_agree_with_training(arch, trained, lm_data, run_cli):
     """fairseq-validate's loss on valid is the training log's last validation (same blocks, base 2), and
-    fairseq-eval-lm's base-2 loss over the same blocks is that loss too. (Both with
-    ``--required-batch-size-multiple 1``: fairseq's batching drops a last batch whose size is not a
-    multiple of it, 8 by default, so validation would leave blocks out; fairseq-eval-lm batches with 1.)"""
+    fairseq-eval-lm's base-2 loss over the same blocks is that loss too. Both at fairseq's default
+    ``--required-batch-size-multiple`` (8): the last batch, which fairseq alone dropped, is validated
+    (``fairseq_fixes/batches.py``), so every block of valid counts in both."""
     validate, eval_lm = _validate_and_eval_lm(run_cli, lm_data, trained[arch] / "checkpoint_last.pt")
     assert validate.returncode == 0, validate.stderr[-3000:]
     assert eval_lm.returncode == 0, eval_lm.stderr[-3000:]
@@ -144,6 +145,49 @@ def test_interactive_beam_and_sampling_and_the_hub(arch, trained, lm_data, run_c
         lprobs = lm.models[0].get_normalized_probs(lm.models[0](inputs), log_probs=True)[0]
     expected = lprobs.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
     assert torch.allclose(scored["positional_scores"], expected, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_sampling_and_generation_at_fairseqs_default_task_arguments(arch, trained, lm_data, run_cli, tmp_path):
+    """Trained with --tokens-per-sample 16, sampled without it (the task's default, 1024), as fairseq's
+    own transformer_lm is: fairseq-interactive --sampling continues each prompt, and fairseq-generate
+    generates for a split that is one block within the model's 16 positions; generation is clipped to
+    the positions."""
+    ckpt = trained[arch] / "checkpoint_last.pt"
+    short = tmp_path / "short"
+    (tmp_path / "short.txt").write_text("w3 w4 w5\nw9 w10\n")
+    preprocess_in_process(options.get_preprocessing_parser().parse_args([
+        "--only-source", "--srcdict", str(lm_data / "dict.txt"), "--testpref", str(tmp_path / "short.txt"),
+        "--destdir", str(short), "--workers", "1"]))
+    prompts = ["w3 w4", "w10 w11 w12"]
+    with ThreadPoolExecutor(2) as pool:
+        interactive = pool.submit(run_cli, "fairseq-interactive", lm_data, "--user-dir", USER_DIR, "--task",
+                                  "language_modeling", "--path", ckpt, "--cpu", "--beam", 1, "--sampling",
+                                  "--sampling-topk", 5, "--seed", 7, input="".join(p + "\n" for p in prompts))
+        generate = pool.submit(run_cli, "fairseq-generate", short, "--user-dir", USER_DIR, "--task",
+                               "language_modeling", "--path", ckpt, "--cpu", "--gen-subset", "test", "--beam", 2)
+        interactive, generate = interactive.result(), generate.result()
+    assert interactive.returncode == 0, interactive.stderr[-3000:]
+    sampled = dict(re.findall(r"^H-(\d+)\t\S+\t(.*)$", interactive.stdout, flags=re.M))
+    for i, prompt in enumerate(prompts):
+        assert sampled[str(i)].startswith(prompt) and set(sampled[str(i)].split()) <= set(WORDS)
+        assert len(sampled[str(i)].split()) < TOKENS  # clipped to the positions (with </s>)
+    assert generate.returncode == 0, generate.stderr[-3000:]
+    hyps = re.findall(r"^H-0\t\S+\t(.*)$", generate.stdout, flags=re.M)
+    assert len(hyps) == 1 and hyps[0] and set(hyps[0].split()) <= set(WORDS)
+
+
+def test_training_on_blocks_beyond_the_positions_is_one_line(lm_data, tmp_path):
+    """fairseq-train with --tokens-per-sample 32 on a model of 16 positions reads blocks it cannot
+    place: one line naming the files and the --tokens-per-sample that fits (it was the model build's
+    check; the build no longer knows which command reads)."""
+    from fairseq_tpr.errors import InputError
+
+    argv = lm_train_argv(lm_data, tmp_path, "tp_transformer_d_lm_tiny", 1, "--max-target-positions", TOKENS)
+    argv[argv.index("--tokens-per-sample") + 1] = str(2 * TOKENS)
+    with pytest.raises(InputError, match=rf"of {lm_data}/valid\.bin are longer than the model's positions "
+                                         rf"\(max_positions {TOKENS}; .*--tokens-per-sample {TOKENS} or less$"):
+        train_in_process(argv)
 
 
 # ----------------------------------------------------------------------------- resume

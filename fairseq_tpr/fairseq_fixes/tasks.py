@@ -112,11 +112,15 @@ def fix_mismatched_pair_files() -> None:
 
 def dataset_file(dataset):
     """The file a fairseq dataset reads (``PREFIX.bin``/``.idx`` of a binarized split, the text of a
-    ``--dataset-impl raw`` one), looking through wrappers (``.dataset``) and concatenations
-    (``.datasets``, joined by ' + '); None for a dataset built in memory."""
+    ``--dataset-impl raw`` one), looking through wrappers (``.dataset``), concatenations
+    (``.datasets``) and source-target pairs (``.src``, ``.tgt``), several joined by ' + '; None for a
+    dataset built in memory."""
     for _ in range(32):  # wrappers nest a few levels; never loop on a cycle
         if dataset is None:
             return None
+        if hasattr(dataset, "src") and hasattr(dataset, "tgt"):  # LanguagePairDataset
+            files = [dataset_file(side) for side in (dataset.src, dataset.tgt) if side is not None]
+            return " + ".join(files) if files and all(files) else None
         mmap_prefix, path = getattr(dataset, "_path", None), getattr(dataset, "path", None)
         if isinstance(mmap_prefix, str):
             return f"{mmap_prefix}.bin"
@@ -178,6 +182,7 @@ def fix_blocks_beyond_positions() -> None:
 
     Generation is not touched: ``fairseq-interactive``, ``fairseq-generate`` and the hub clip to the
     model's positions as fairseq does. Tests: ``tests/test_lm_cli.py``, ``tests/test_lost_examples.py``."""
+    import numpy as np
     from fairseq.tasks import FairseqTask
     from fairseq.tasks.language_modeling import LanguageModelingTask
 
@@ -195,9 +200,12 @@ def fix_blocks_beyond_positions() -> None:
             where = dataset_file(dataset) or "the split"
             block_hint = (f"; a language model: --tokens-per-sample {max_positions} or less"
                           if isinstance(max_positions, int) else "")
+            size = dataset.size(ignored[0])
+            size = tuple(int(s) for s in size) if isinstance(size, (tuple, list, np.ndarray)) else int(size)
             raise InputError(
-                f"{len(ignored):,} examples of {where} are longer than the model's positions (max_positions "
-                f"{max_positions}; example #{ignored[0]} has size {dataset.size(ignored[0])}): pass "
+                f"{len(ignored):,} example{'s' if len(ignored) > 1 else ''} of {where} "
+                f"{'are' if len(ignored) > 1 else 'is'} longer than the model's positions (max_positions "
+                f"{max_positions}; example #{ignored[0]} has size {size}): pass "
                 f"--skip-invalid-size-inputs-valid-test to leave them out with a count{block_hint}")
         return kept
 
