@@ -51,7 +51,8 @@ def run_pytest(where: Path, files, report: Path, timeout: float) -> dict:
     """One pytest process over ``files`` in ``where``; returns its wall time and exit status."""
     start = time.time()
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml", str(report),
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--continue-on-collection-errors",
+           "--junitxml", str(report),
            "-o", "junit_family=xunit2", *files]
     with open(report.with_suffix(".log"), "w") as log:
         done = subprocess.run(cmd, cwd=where, stdout=log, stderr=subprocess.STDOUT, env=env, timeout=timeout)
@@ -112,7 +113,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if not os.path.isdir(_git_dir(args.repo)):
         parser.error(f"--repo {args.repo}: no such repository; fetch github.com/facebookresearch/fairseq first")
-    out = Path(args.out)
+    out = Path(args.out).resolve()
     results, runs = {}, {}
     for side in ("plain", "plugin"):
         where = out / side

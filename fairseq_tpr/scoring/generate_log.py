@@ -113,8 +113,8 @@ def parse_generate_log(path) -> GenerateLog:
 def read_generate_log(path, ref_paths=(), expect: Optional[int] = None) -> ScoringInput:
     """Hypotheses from a ``fairseq-generate`` log, ordered by sample id, with the log's T- lines
     as references, or with ``ref_paths`` (line i is sample id i) when given. ``expect`` is the
-    number of test segments: fewer hypotheses are an error (fairseq's
-    ``--required-batch-size-multiple`` trap drops the last batch)."""
+    number of test segments: fewer hypotheses are an error (fairseq without the plugin drops the
+    last batch at its default ``--required-batch-size-multiple``; ``fairseq_fixes/batches.py``)."""
     log = parse_generate_log(path)
     log.require_hypotheses()
     hyps_by_id = log.hypotheses
@@ -125,8 +125,9 @@ def read_generate_log(path, ref_paths=(), expect: Optional[int] = None) -> Scori
         where = f"; missing ids {', '.join(map(str, missing[:10]))}{' ...' if len(missing) > 10 else ''}" if missing else ""
         raise InputError(
             f"{path} holds {len(ids)} hypotheses but --expect {expect} segments were given{where}. "
-            "If fairseq-generate dropped sentences, rerun it with --required-batch-size-multiple 1 "
-            "(--skip-invalid-size-inputs-valid-test also drops inputs longer than --max-source-positions)")
+            "If fairseq-generate dropped sentences, rerun it with --user-dir fairseq_tpr (fairseq alone drops the "
+            "last batch at its default --required-batch-size-multiple) and without --skip-invalid-size-inputs-valid-test "
+            "(which drops inputs longer than --max-source-positions)")
     hyps = [hyps_by_id[i] for i in ids]
     if ref_paths:
         if ids != list(range(len(ids))):
