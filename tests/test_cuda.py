@@ -14,7 +14,7 @@ For the tiny presets of every model family (built as fairseq's CLIs build them):
   log-probabilities, and a scaled training step gives finite gradients;
 
 and through the console scripts on the synthetic reversal task: ``fairseq-train --fp16`` and
-``--bf16`` (``fairseq_fixes.fix_half_precision_devices``), then ``fairseq-generate --fp16`` with
+``--bf16`` (``fairseq_fixes.precision.check_half_precision_devices``), then ``fairseq-generate --fp16`` with
 beam 4 answering every test sentence.
 """
 import pytest

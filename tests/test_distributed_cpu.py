@@ -15,7 +15,7 @@ fairseq's own spawn with ``--cpu --distributed-world-size 2 --distributed-init-m
 which used to exit 0 having trained nothing.
 
 The unit tests below each fail without one fix: ``fix_torchrun_without_cuda``,
-``fix_cpu_distributed_launch``, ``fix_ddp_device_ids_on_cpu``.
+``cpu_distributed_launch``, ``fix_ddp_device_ids_on_cpu``.
 """
 import json
 import logging
@@ -190,7 +190,7 @@ def test_torchrun_launch_without_cuda(torchrun_env, monkeypatch):
 
 
 def test_torchrun_on_cpu_takes_world_size_and_gloo(full_cfg, torchrun_env, monkeypatch):
-    """fix_cpu_distributed_launch: without --distributed-world-size fairseq trained in every
+    """cpu_distributed_launch: without --distributed-world-size fairseq trained in every
     torchrun process alone, with nccl as the backend."""
     from fairseq.distributed import utils as distributed_utils
 
@@ -206,7 +206,7 @@ def test_torchrun_on_cpu_takes_world_size_and_gloo(full_cfg, torchrun_env, monke
 
 
 def test_cpu_spawn_starts_every_rank(full_cfg, monkeypatch):
-    """fix_cpu_distributed_launch: fairseq spawned min(GPUs, world size) = 0 processes."""
+    """cpu_distributed_launch: fairseq spawned min(GPUs, world size) = 0 processes."""
     from fairseq.distributed import utils as distributed_utils
 
     spawned = []
@@ -225,7 +225,7 @@ def test_cpu_spawn_starts_every_rank(full_cfg, monkeypatch):
 
 
 def test_gloo_on_cpu_in_one_process(full_cfg, tmp_path):
-    """fix_cpu_distributed_launch: --cpu with an init method initialized nccl (no CPU tensors)."""
+    """cpu_distributed_launch: --cpu with an init method initialized nccl (no CPU tensors)."""
     import torch.distributed as dist
     from fairseq.distributed import utils as distributed_utils
 

@@ -65,7 +65,7 @@ def test_bf16_on_a_gpu_without_torch_xla_trains_on_the_gpu(monkeypatch):
     from fairseq.distributed import utils as distributed_utils
 
     cfg = _train_cfg("--bf16")
-    assert cfg.common.tpu, "fairseq no longer implies --tpu with --bf16: fix_half_precision_devices can go"
+    assert cfg.common.tpu, "fairseq no longer implies --tpu with --bf16: check_half_precision_devices (fix_call_main) can go"
     assert importlib.util.find_spec("torch_xla") is None
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     seen = []
@@ -84,3 +84,40 @@ def test_half_precision_on_the_cpu_names_the_flag(flags, monkeypatch):
     cfg = _train_cfg(*flags)
     with pytest.raises(ConfigError, match=f"^{flags[-1]} trains on a CUDA GPU .* drop {flags[-1]} to train in float32"):
         distributed_utils.call_main(cfg, lambda c, **kw: pytest.fail("trained on the CPU in half precision"))
+
+
+def test_every_fix_is_installed_once_and_keeps_fairseqs_original():
+    """fairseq_fixes.patching.patch: after apply_all() twice, each replaced object is marked, keeps the
+    object it replaced (fairseq's own, itself unmarked: nothing is wrapped twice)."""
+    import inspect
+
+    from fairseq import checkpoint_utils, utils
+    from fairseq.data import LanguagePairDataset, data_utils, token_block_dataset
+    from fairseq.distributed import utils as distributed_utils
+    from fairseq.models import distributed_fairseq_model
+    from fairseq.optim.adam import FairseqAdam
+    from fairseq.tasks import FairseqTask
+    from fairseq.tasks.language_modeling import LanguageModelingTask
+    from fairseq.trainer import Trainer
+    from fairseq_cli import train as train_cli
+
+    from fairseq_tpr import fairseq_fixes
+
+    fairseq_fixes.apply_all()
+    fairseq_fixes.apply_all()
+    targets = [(utils, "softmax"), (utils, "log_softmax"), (data_utils, "batch_by_size"),
+               (checkpoint_utils, "torch_persistent_save"), (checkpoint_utils, "PathManager"),
+               (checkpoint_utils, "load_checkpoint_to_cpu"), (checkpoint_utils, "load_model_ensemble_and_task"),
+               (Trainer, "load_checkpoint"), (Trainer, "get_train_iterator"), (train_cli, "train"),
+               (NGramRepeatBlock, "_no_repeat_ngram"), (distributed_utils, "_infer_torch_distributed_launch_init"),
+               (distributed_utils, "call_main"), (distributed_fairseq_model, "DistributedDataParallel"),
+               (FairseqAdam, "__init__"), (LanguageModelingTask, "setup_dictionary"),
+               (LanguageModelingTask, "eval_lm_dataloader"), (LanguagePairDataset, "__init__"),
+               (FairseqTask, "filter_indices_by_size"), (token_block_dataset, "best_fitting_int_dtype")]
+    assert len(targets) >= len(fairseq_fixes.FIXES)
+    for owner, name in targets:
+        raw = inspect.getattr_static(owner, name)
+        fixed = raw.__func__ if isinstance(raw, (classmethod, staticmethod)) else raw
+        assert getattr(fixed, "fairseq_tpr_fixed", False), (owner, name)
+        original = fixed.fairseq_tpr_original
+        assert original is not None and not getattr(original, "fairseq_tpr_fixed", False), (owner, name)

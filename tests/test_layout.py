@@ -196,3 +196,43 @@ def test_console_scripts_stay_thin():
                 bases = {getattr(b, "id", getattr(b, "attr", "")) for b in node.bases}
                 assert not bases & {"ValueError", "RuntimeError", "FairseqTprError"}, (
                     f"{path.relative_to(REPO)}: error class {node.name}: raise one of fairseq_tpr.errors' classes")
+
+
+FIXES_DIR = PACKAGE / "fairseq_fixes"
+ADDED_NOT_REPLACED = {("decoding.py", "_no_repeat_ngram_fairseq")}  # a new name on a fairseq class, not a patch
+
+
+def _fairseq_assignments(path):
+    """``[(line, target)]``: ``setattr`` calls and assignments to an attribute of a name that ``path``
+    imports from fairseq (a fairseq module or class), anywhere in the file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    fairseq_names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in ("fairseq", "fairseq_cli"):
+            fairseq_names |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.Import):
+            fairseq_names |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.startswith("fairseq.")}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setattr":
+            found.append((node.lineno, "setattr(...)"))
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
+        for target in targets:
+            if isinstance(target, ast.Attribute) and getattr(target.value, "id", None) in fairseq_names:
+                if (path.name, target.attr) not in ADDED_NOT_REPLACED:
+                    found.append((node.lineno, f"{target.value.id}.{target.attr} = ..."))
+    return found
+
+
+def test_fairseq_is_patched_only_through_the_patch_helper():
+    """fairseq_fixes/: every replacement of something of fairseq's goes through ``patching.patch`` (which
+    installs it once and keeps the original), never a bare assignment or ``setattr``."""
+    bad = [f"{p.relative_to(REPO)}:{line}: {what}" for p in sorted(FIXES_DIR.glob("*.py")) if p.name != "patching.py"
+           for line, what in _fairseq_assignments(p)]
+    assert not bad, "patch fairseq with fairseq_fixes.patching.patch:\n" + "\n".join(bad)
+
+
+def test_the_patch_rule_finds_a_bare_assignment(tmp_path):
+    bad = tmp_path / "x.py"
+    bad.write_text("from fairseq import utils\n\ndef fix():\n    utils.softmax = lambda x: x\n    setattr(utils, 'a', 1)\n")
+    assert [line for line, _ in _fairseq_assignments(bad)] == [4, 5]

@@ -1,4 +1,4 @@
-"""Nothing dropped in silence (fairseq_fixes/: batches.py, results.py, tasks.py), for every arch, fairseq's
+"""Nothing dropped in silence (fairseq_fixes/: batches.py, resume.py, tasks.py), for every arch, fairseq's
 own ``transformer`` included: every example of a split whose size is not a multiple of 8 is generated,
 validated and trained on once per epoch at fairseq's default ``--required-batch-size-multiple`` (8); a
 finished run run again takes no update; mismatched source and target files, and examples longer than

@@ -93,7 +93,7 @@ import numpy as np
 
 from ..data.extractive_dataset import SplitWriter
 from ..errors import ConfigError, DependencyError, InputError
-from ..fairseq_fixes.third_party import hide_broken_torchaudio
+from .third_party import hide_broken_torchaudio
 from ..modules.tree_attention import (DEPENDENCY_CONVERSIONS, NUCLEUS, random_tree, right_branching_tree,
                                       tree_to_arrays)
 from .rawio import read_lines, read_text

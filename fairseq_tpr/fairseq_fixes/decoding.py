@@ -12,6 +12,8 @@ import types
 
 from fairseq.ngram_repeat_block import NGramRepeatBlock
 
+from .patching import patch
+
 
 def _renamed(function, name: str):
     """A copy of ``function`` (same code, globals, defaults) whose ``__name__`` is ``name``."""
@@ -33,15 +35,12 @@ def fix_ngram_repeat_block() -> None:
     ``self`` as first argument does not compile, and TorchScript names a method it compiles on
     demand by its function's ``__name__``, hence the renamed copy. Tests: ``tests/test_fairseq_fixes.py``,
     ``tests/test_torchscript.py``."""
-    original = NGramRepeatBlock._no_repeat_ngram
-    if getattr(original, "fairseq_tpr_fixed", False):
-        return
-    NGramRepeatBlock._no_repeat_ngram_fairseq = _renamed(original, "_no_repeat_ngram_fairseq")
+    def build(original):
+        NGramRepeatBlock._no_repeat_ngram_fairseq = _renamed(original, "_no_repeat_ngram_fairseq")
 
-    def _no_repeat_ngram(self, tokens, lprobs, bsz: int, beam_size: int, step: int):
-        return self._no_repeat_ngram_fairseq(tokens[:, : step + 1], lprobs, bsz, beam_size, step)
+        def _no_repeat_ngram(self, tokens, lprobs, bsz: int, beam_size: int, step: int):
+            return self._no_repeat_ngram_fairseq(tokens[:, : step + 1], lprobs, bsz, beam_size, step)
 
-    _no_repeat_ngram.fairseq_tpr_fixed = True
-    _no_repeat_ngram.fairseq_tpr_original = original
-    _no_repeat_ngram.__doc__ = original.__doc__
-    NGramRepeatBlock._no_repeat_ngram = _no_repeat_ngram
+        return _no_repeat_ngram
+
+    patch(NGramRepeatBlock, "_no_repeat_ngram", build)

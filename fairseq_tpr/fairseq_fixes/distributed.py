@@ -2,6 +2,8 @@
 and DDP's device ids.
 """
 
+from .patching import patch
+
 _TORCHRUN_VARS = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")
 _CPU_LAUNCH = ("torchrun --nproc_per_node N $(which fairseq-train) DATA --user-dir fairseq_tpr ... "
                "--cpu --distributed-world-size N")
@@ -19,26 +21,24 @@ def fix_torchrun_without_cuda() -> None:
     import torch
     from fairseq.distributed import utils as distributed_utils
 
-    original = distributed_utils._infer_torch_distributed_launch_init
-    if getattr(original, "fairseq_tpr_fixed", False):
-        return
+    def build(original):
+        def _infer_torch_distributed_launch_init(cfg):
+            if torch.cuda.device_count() > 0:
+                return original(cfg)
+            cfg.distributed_init_method = "env://"
+            cfg.distributed_world_size = int(os.environ["WORLD_SIZE"])
+            cfg.distributed_rank = int(os.environ["RANK"])
+            cfg.device_id = 0  # the CPU
+            cfg.distributed_no_spawn = True  # torchrun started the processes
 
-    def _infer_torch_distributed_launch_init(cfg):
-        if torch.cuda.device_count() > 0:
-            return original(cfg)
-        cfg.distributed_init_method = "env://"
-        cfg.distributed_world_size = int(os.environ["WORLD_SIZE"])
-        cfg.distributed_rank = int(os.environ["RANK"])
-        cfg.device_id = 0  # the CPU
-        cfg.distributed_no_spawn = True  # torchrun started the processes
+        return _infer_torch_distributed_launch_init
 
-    _infer_torch_distributed_launch_init.fairseq_tpr_fixed = True
-    distributed_utils._infer_torch_distributed_launch_init = _infer_torch_distributed_launch_init
+    patch(distributed_utils, "_infer_torch_distributed_launch_init", build)
 
 
 def _cpu_launch_spawns_here(cfg) -> bool:
     """Prepare ``cfg`` (a full fairseq config) for data-parallel training on CPU; return whether
-    this process must start the workers itself (see :func:`fix_cpu_distributed_launch`)."""
+    this process must start the workers itself (see :func:`cpu_distributed_launch`)."""
     import logging
     import os
     import socket
@@ -81,8 +81,12 @@ def _cpu_launch_spawns_here(cfg) -> bool:
     return True
 
 
-def fix_cpu_distributed_launch() -> None:
-    """``fairseq/distributed/utils.py`` lines 368-387 (``call_main``) and
+def cpu_distributed_launch(cfg, main, kwargs) -> bool:
+    """The CPU launch of :func:`~.launch.fix_call_main`: starts the workers and returns True where
+    fairseq's ``call_main`` would not train on the CPU (below); returns False (nothing done) where
+    fairseq's own ``call_main`` is right.
+
+    ``fairseq/distributed/utils.py`` lines 368-387 (``call_main``) and
     ``fairseq/dataclass/configs.py`` line 273 (``--distributed-backend`` defaults to nccl), when
     training on CPU (``--cpu``, or no CUDA) with more than one process:
 
@@ -108,25 +112,15 @@ def fix_cpu_distributed_launch() -> None:
     import torch
     from fairseq.distributed import utils as distributed_utils
 
-    original = distributed_utils.call_main
-    if getattr(original, "fairseq_tpr_fixed", False):
-        return
-
-    def call_main(cfg, main, **kwargs):
-        on_cpu = cfg.common.cpu or not torch.cuda.is_available()
-        if cfg.common.tpu or not on_cpu or not _cpu_launch_spawns_here(cfg):
-            return original(cfg, main, **kwargs)
-        dt = cfg.distributed_training
-        kwargs["start_rank"] = 0
-        dt.distributed_rank = None  # distributed_main gives process i rank i
-        torch.multiprocessing.spawn(fn=distributed_utils.distributed_main, args=(main, cfg, kwargs),
-                                    nprocs=dt.distributed_world_size, join=True)
-
-    call_main.fairseq_tpr_fixed = True
-    call_main.__doc__ = original.__doc__
-    distributed_utils.call_main = call_main
-
-
+    on_cpu = cfg.common.cpu or not torch.cuda.is_available()
+    if cfg.common.tpu or not on_cpu or not _cpu_launch_spawns_here(cfg):
+        return False
+    dt = cfg.distributed_training
+    kwargs["start_rank"] = 0
+    dt.distributed_rank = None  # distributed_main gives process i rank i
+    torch.multiprocessing.spawn(fn=distributed_utils.distributed_main, args=(main, cfg, kwargs),
+                                nprocs=dt.distributed_world_size, join=True)
+    return True
 
 
 def fix_ddp_device_ids_on_cpu() -> None:
@@ -138,14 +132,12 @@ def fix_ddp_device_ids_on_cpu() -> None:
     module's parameters are on the CPU. Test: ``tests/test_distributed_cpu.py``."""
     from fairseq.models import distributed_fairseq_model
 
-    original = distributed_fairseq_model.DistributedDataParallel
-    if getattr(original, "fairseq_tpr_fixed", False):
-        return
+    def build(original):
+        def DistributedDataParallel(module, device_ids=None, output_device=None, **kwargs):
+            if all(p.device.type == "cpu" for p in module.parameters()):
+                device_ids = output_device = None
+            return original(module, device_ids=device_ids, output_device=output_device, **kwargs)
 
-    def DistributedDataParallel(module, device_ids=None, output_device=None, **kwargs):
-        if all(p.device.type == "cpu" for p in module.parameters()):
-            device_ids = output_device = None
-        return original(module, device_ids=device_ids, output_device=output_device, **kwargs)
+        return DistributedDataParallel
 
-    DistributedDataParallel.fairseq_tpr_fixed = True
-    distributed_fairseq_model.DistributedDataParallel = DistributedDataParallel
+    patch(distributed_fairseq_model, "DistributedDataParallel", build)

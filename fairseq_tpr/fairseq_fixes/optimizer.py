@@ -1,6 +1,8 @@
 """fairseq's Adam: speed, not results.
 """
 
+from .patching import patch
+
 
 def fix_per_parameter_adam() -> None:
     """``fairseq/optim/adam.py``: ``FairseqAdam.__init__`` (lines 66 and 77) builds the module's
@@ -20,15 +22,12 @@ def fix_per_parameter_adam() -> None:
 
     from ..multi_tensor_adam import MultiTensorAdam
 
-    original = FairseqAdam.__init__
-    if getattr(original, "fairseq_tpr_fixed", False):
-        return
+    def build(original):
+        def __init__(self, cfg, params):
+            original(self, cfg, params)
+            if type(self._optimizer) is Adam and os.environ.get("FAIRSEQ_TPR_ADAM_LOOP") != "1":
+                self._optimizer.__class__ = MultiTensorAdam
 
-    def __init__(self, cfg, params):
-        original(self, cfg, params)
-        if type(self._optimizer) is Adam and os.environ.get("FAIRSEQ_TPR_ADAM_LOOP") != "1":
-            self._optimizer.__class__ = MultiTensorAdam
+        return __init__
 
-    __init__.fairseq_tpr_fixed = True
-    __init__.__doc__ = original.__doc__
-    FairseqAdam.__init__ = __init__
+    patch(FairseqAdam, "__init__", build)

@@ -13,8 +13,10 @@ def _half_precision_flag(common):
     return None
 
 
-def fix_half_precision_devices() -> None:
-    """``fairseq/options.py`` lines 199-201 (``--bf16`` implies ``--tpu``) and
+def check_half_precision_devices(cfg) -> None:
+    """The half-precision check of :func:`~.launch.fix_call_main`, before any process starts.
+
+    ``fairseq/options.py`` lines 199-201 (``--bf16`` implies ``--tpu``) and
     ``fairseq/optim/fp16_optimizer.py`` (``_FP16OptimizerMixin.build_fp32_params`` puts the float32
     master weights on ``torch.cuda.current_device()``), for ``fairseq-train``:
 
@@ -28,33 +30,20 @@ def fix_half_precision_devices() -> None:
       no GPU): fairseq's optimizer dies inside torch ("Torch not compiled with CUDA enabled") or
       in torch_xla; we raise a ``ConfigError`` naming the flag instead.
 
-    ``fairseq-train`` imports the plugin before ``call_main`` (as for
-    :func:`fix_cpu_distributed_launch`), so the checks run before any process is spawned.
-    ``fairseq-hydra-train`` never implies ``tpu``. Tests: ``tests/test_fairseq_fixes.py`` (the
-    flags, on CPU) and ``tests/test_cuda.py`` (``fairseq-train --bf16`` and ``--fp16`` on a GPU)."""
+    ``fairseq-train`` imports the plugin before ``call_main`` (as for the CPU launch), so the checks
+    run before any process is spawned. ``fairseq-hydra-train`` never implies ``tpu``. Tests:
+    ``tests/test_fairseq_fixes.py`` (the flags, on CPU) and ``tests/test_cuda.py`` (``fairseq-train
+    --bf16`` and ``--fp16`` on a GPU)."""
     import importlib.util
-
-    from fairseq.distributed import utils as distributed_utils
 
     from fairseq_tpr.errors import ConfigError
 
-    original = distributed_utils.call_main
-    if getattr(original, "fairseq_tpr_half_precision", False):
-        return
-
-    def call_main(cfg, main, **kwargs):
-        common = cfg.common
-        flag = _half_precision_flag(common)
-        if common.bf16 and common.tpu and importlib.util.find_spec("torch_xla") is None:
-            common.tpu = False  # implied by --bf16 (fairseq/options.py), impossible without torch_xla
-        if flag and not common.tpu and (common.cpu or not torch.cuda.is_available()):
-            where = "--cpu was given" if common.cpu else "torch sees no CUDA GPU"
-            raise ConfigError(f"{flag} trains on a CUDA GPU (fairseq's half-precision optimizer keeps its "
-                              f"float32 weights there), but {where}: drop {flag} to train in float32 on the "
-                              f"CPU, or run on a GPU")
-        return original(cfg, main, **kwargs)
-
-    call_main.fairseq_tpr_fixed = getattr(original, "fairseq_tpr_fixed", False)
-    call_main.fairseq_tpr_half_precision = True
-    call_main.__doc__ = original.__doc__
-    distributed_utils.call_main = call_main
+    common = cfg.common
+    flag = _half_precision_flag(common)
+    if common.bf16 and common.tpu and importlib.util.find_spec("torch_xla") is None:
+        common.tpu = False  # implied by --bf16 (fairseq/options.py), impossible without torch_xla
+    if flag and not common.tpu and (common.cpu or not torch.cuda.is_available()):
+        where = "--cpu was given" if common.cpu else "torch sees no CUDA GPU"
+        raise ConfigError(f"{flag} trains on a CUDA GPU (fairseq's half-precision optimizer keeps its "
+                          f"float32 weights there), but {where}: drop {flag} to train in float32 on the "
+                          f"CPU, or run on a GPU")

@@ -4,6 +4,8 @@ fairseq's datasets that name numpy 1's ``np.compat.long`` run under numpy 2.
 """
 import os
 
+from .patching import patch
+
 
 def fix_language_modeling_without_dictionary() -> None:
     """``fairseq/tasks/language_modeling.py`` line 155 (``LanguageModelingTask.setup_dictionary``,
@@ -17,32 +19,30 @@ def fix_language_modeling_without_dictionary() -> None:
 
     from fairseq_tpr.errors import InputError
 
-    original = LanguageModelingTask.setup_dictionary.__func__
-    if getattr(original, "fairseq_tpr_fixed", False):
-        return
+    def build(original):
+        def setup_dictionary(cls, args, **kwargs):
+            if args.data:
+                from fairseq import utils
 
-    def setup_dictionary(cls, args, **kwargs):
-        if args.data:
-            from fairseq import utils
+                root = utils.split_paths(args.data)[0]
+                path = os.path.join(root, "dict.txt")
+                if not os.path.isfile(path):
+                    if not os.path.isdir(root):
+                        found = "which does not exist"
+                    else:
+                        dicts = sorted(f for f in os.listdir(root) if f.startswith("dict."))
+                        found = (f"which holds {', '.join(dicts)} (a translation data directory?)" if dicts
+                                 else "which holds no dictionary")
+                    raise InputError(
+                        f"{path} is missing: --task language_modeling reads the data directory's dict.txt, and "
+                        f"{root} is a directory {found}. Binarize the text with `fairseq-preprocess --only-source "
+                        f"--trainpref TRAIN.txt --validpref VALID.txt --destdir DATA` (or preprocess/debian_lm.sh) "
+                        f"and pass DATA.")
+            return original(cls, args, **kwargs)
 
-            root = utils.split_paths(args.data)[0]
-            path = os.path.join(root, "dict.txt")
-            if not os.path.isfile(path):
-                if not os.path.isdir(root):
-                    found = "which does not exist"
-                else:
-                    dicts = sorted(f for f in os.listdir(root) if f.startswith("dict."))
-                    found = (f"which holds {', '.join(dicts)} (a translation data directory?)" if dicts
-                             else "which holds no dictionary")
-                raise InputError(
-                    f"{path} is missing: --task language_modeling reads the data directory's dict.txt, and "
-                    f"{root} is a directory {found}. Binarize the text with `fairseq-preprocess --only-source "
-                    f"--trainpref TRAIN.txt --validpref VALID.txt --destdir DATA` (or preprocess/debian_lm.sh) "
-                    f"and pass DATA.")
-        return original(cls, args, **kwargs)
+        return setup_dictionary
 
-    setup_dictionary.fairseq_tpr_fixed = True
-    LanguageModelingTask.setup_dictionary = classmethod(setup_dictionary)
+    patch(LanguageModelingTask, "setup_dictionary", build)
 
 
 class _NumpyWithCompat:
@@ -74,8 +74,7 @@ def fix_numpy2_compat_long() -> None:
     if hasattr(numpy, "compat"):  # numpy 1: nothing to do
         return
     for module in (token_block_dataset, language_pair_dataset):
-        if not isinstance(module.np, _NumpyWithCompat):
-            module.np = _NumpyWithCompat(module.np)
+        patch(module, "np", _NumpyWithCompat, keep_doc=False)
 
 
 def fix_mismatched_pair_files() -> None:
@@ -91,23 +90,19 @@ def fix_mismatched_pair_files() -> None:
 
     from fairseq_tpr.errors import InputError
 
-    original = LanguagePairDataset.__init__
-    if getattr(original, "fairseq_tpr_fixed", False):
-        return
+    def build(original):
+        def __init__(self, src, src_sizes, src_dict, tgt=None, *args, **kwargs):
+            if tgt is not None and len(src) != len(tgt):
+                src_file, tgt_file = dataset_file(src) or "the source side", dataset_file(tgt) or "the target side"
+                raise InputError(
+                    f"{src_file} has {len(src):,} examples and {tgt_file} {len(tgt):,}: a source and its target must "
+                    f"have one line each, in the same order. Make the two text files the same length (wc -l) and "
+                    f"binarize them again (fairseq-preprocess)")
+            original(self, src, src_sizes, src_dict, tgt, *args, **kwargs)
 
-    def __init__(self, src, src_sizes, src_dict, tgt=None, *args, **kwargs):
-        if tgt is not None and len(src) != len(tgt):
-            src_file, tgt_file = dataset_file(src) or "the source side", dataset_file(tgt) or "the target side"
-            raise InputError(
-                f"{src_file} has {len(src):,} examples and {tgt_file} {len(tgt):,}: a source and its target must "
-                f"have one line each, in the same order. Make the two text files the same length (wc -l) and "
-                f"binarize them again (fairseq-preprocess)")
-        original(self, src, src_sizes, src_dict, tgt, *args, **kwargs)
+        return __init__
 
-    __init__.fairseq_tpr_fixed = True
-    __init__.fairseq_tpr_original = original
-    __init__.__doc__ = original.__doc__
-    LanguagePairDataset.__init__ = __init__
+    patch(LanguagePairDataset, "__init__", build)
 
 
 def dataset_file(dataset):
@@ -156,11 +151,7 @@ def fix_token_block_offsets() -> None:
     warning; the token arrays themselves are untouched. Test: ``tests/test_lost_examples.py``."""
     from fairseq.data import token_block_dataset
 
-    if token_block_dataset.best_fitting_int_dtype is signed_offset_dtype:
-        return
-    signed_offset_dtype.fairseq_tpr_fixed = True
-    signed_offset_dtype.fairseq_tpr_original = token_block_dataset.best_fitting_int_dtype
-    token_block_dataset.best_fitting_int_dtype = signed_offset_dtype
+    patch(token_block_dataset, "best_fitting_int_dtype", lambda original: signed_offset_dtype, keep_doc=False)
 
 
 def fix_blocks_beyond_positions() -> None:
@@ -188,46 +179,41 @@ def fix_blocks_beyond_positions() -> None:
 
     from fairseq_tpr.errors import ConfigError, InputError
 
-    original_filter = FairseqTask.filter_indices_by_size
-    if getattr(original_filter, "fairseq_tpr_fixed", False):
-        return
+    def build(original_filter):
+        def filter_indices_by_size(self, indices, dataset, max_positions=None, ignore_invalid_inputs=False):
+            if ignore_invalid_inputs:
+                return original_filter(self, indices, dataset, max_positions, ignore_invalid_inputs)
+            kept, ignored = dataset.filter_indices_by_size(indices, max_positions)
+            if len(ignored) > 0:
+                where = dataset_file(dataset) or "the split"
+                block_hint = (f"; a language model: --tokens-per-sample {max_positions} or less"
+                              if isinstance(max_positions, int) else "")
+                size = dataset.size(ignored[0])
+                size = tuple(int(s) for s in size) if isinstance(size, (tuple, list, np.ndarray)) else int(size)
+                raise InputError(
+                    f"{len(ignored):,} example{'s' if len(ignored) > 1 else ''} of {where} "
+                    f"{'are' if len(ignored) > 1 else 'is'} longer than the model's positions (max_positions "
+                    f"{max_positions}; example #{ignored[0]} has size {size}): pass "
+                    f"--skip-invalid-size-inputs-valid-test to leave them out with a count{block_hint}")
+            return kept
 
-    def filter_indices_by_size(self, indices, dataset, max_positions=None, ignore_invalid_inputs=False):
-        if ignore_invalid_inputs:
-            return original_filter(self, indices, dataset, max_positions, ignore_invalid_inputs)
-        kept, ignored = dataset.filter_indices_by_size(indices, max_positions)
-        if len(ignored) > 0:
-            where = dataset_file(dataset) or "the split"
-            block_hint = (f"; a language model: --tokens-per-sample {max_positions} or less"
-                          if isinstance(max_positions, int) else "")
-            size = dataset.size(ignored[0])
-            size = tuple(int(s) for s in size) if isinstance(size, (tuple, list, np.ndarray)) else int(size)
-            raise InputError(
-                f"{len(ignored):,} example{'s' if len(ignored) > 1 else ''} of {where} "
-                f"{'are' if len(ignored) > 1 else 'is'} longer than the model's positions (max_positions "
-                f"{max_positions}; example #{ignored[0]} has size {size}): pass "
-                f"--skip-invalid-size-inputs-valid-test to leave them out with a count{block_hint}")
-        return kept
+        return filter_indices_by_size
 
-    filter_indices_by_size.fairseq_tpr_fixed = True
-    filter_indices_by_size.fairseq_tpr_original = original_filter
-    filter_indices_by_size.__doc__ = original_filter.__doc__
-    FairseqTask.filter_indices_by_size = filter_indices_by_size
+    patch(FairseqTask, "filter_indices_by_size", build)
 
-    original_eval = LanguageModelingTask.eval_lm_dataloader
+    def build_eval(original_eval):
+        def eval_lm_dataloader(self, dataset, *args, **kwargs):
+            max_positions = kwargs.get("max_positions", args[2] if len(args) > 2 else None)
+            tokens = self.args.tokens_per_sample
+            if (isinstance(max_positions, int) and tokens > max_positions
+                    and self.args.sample_break_mode in ("none", "complete", "complete_doc")):
+                raise ConfigError(
+                    f"--tokens-per-sample {tokens} is above the positions of the model (max positions "
+                    f"{max_positions}, as it was trained): fairseq-eval-lm would skip every longer block. Pass "
+                    f"--tokens-per-sample {max_positions} or less (with --context-window to score each token with "
+                    f"more context).")
+            return original_eval(self, dataset, *args, **kwargs)
 
-    def eval_lm_dataloader(self, dataset, *args, **kwargs):
-        max_positions = kwargs.get("max_positions", args[2] if len(args) > 2 else None)
-        tokens = self.args.tokens_per_sample
-        if (isinstance(max_positions, int) and tokens > max_positions
-                and self.args.sample_break_mode in ("none", "complete", "complete_doc")):
-            raise ConfigError(
-                f"--tokens-per-sample {tokens} is above the positions of the model (max positions {max_positions}, "
-                f"as it was trained): fairseq-eval-lm would skip every longer block. Pass --tokens-per-sample "
-                f"{max_positions} or less (with --context-window to score each token with more context).")
-        return original_eval(self, dataset, *args, **kwargs)
+        return eval_lm_dataloader
 
-    eval_lm_dataloader.fairseq_tpr_fixed = True
-    eval_lm_dataloader.fairseq_tpr_original = original_eval
-    eval_lm_dataloader.__doc__ = original_eval.__doc__
-    LanguageModelingTask.eval_lm_dataloader = eval_lm_dataloader
+    patch(LanguageModelingTask, "eval_lm_dataloader", build_eval)
