@@ -1,6 +1,7 @@
 """fairseq's own test suite, run twice on this stack: plain, and with the plugin registered.
 
     python scripts/fairseq_suite.py --repo FAIRSEQ_GIT_DIR --out runs/fairseq_suite [--files 'tests/test_*.py']
+    python scripts/fairseq_suite.py --repo FAIRSEQ_GIT_DIR --out runs/fairseq_suite --sides plugin   # rerun one side
 
 FAIRSEQ_GIT_DIR is a clone (or bare mirror) of fairseq's public repository
 (github.com/facebookresearch/fairseq): its ``tests/``, ``scripts/`` and ``examples/`` are not in the
@@ -38,6 +39,8 @@ def export(repo: str, dest: Path, plugin: bool) -> None:
     archive = subprocess.run(["git", "--git-dir", _git_dir(repo), "archive", "HEAD", "tests", "scripts", "examples"],
                              check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    # its own (empty) ini: pytest must not take an ini file of a folder above (this project's pytest.ini)
+    (dest / "pytest.ini").write_text("[pytest]\n")
     if plugin:
         (dest / "conftest.py").write_text(CONFTEST)
 
@@ -60,10 +63,13 @@ def run_pytest(where: Path, files, report: Path, timeout: float) -> dict:
 
 
 def outcomes(report: Path) -> dict:
-    """``{test id: passed | failed | error | skipped}`` from a JUnit XML report."""
+    """``{test id: passed | failed | error | skipped}`` from a JUnit XML report; the id starts at the
+    ``tests.`` package (whatever folder the run's root was)."""
     result = {}
     for case in ET.parse(report).getroot().iter("testcase"):
-        test = f"{case.get('classname')}::{case.get('name')}"
+        classname = case.get("classname") or ""
+        classname = classname[classname.index("tests."):] if "tests." in classname else classname
+        test = f"{classname}::{case.get('name')}"
         kinds = {child.tag for child in case}
         result[test] = ("failed" if "failure" in kinds else "error" if "error" in kinds
                         else "skipped" if "skipped" in kinds else "passed")
@@ -110,6 +116,9 @@ def main(argv=None) -> int:
     parser.add_argument("--files", default="tests/test_*.py",
                         help="test files to run, a glob relative to the repository (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=5400, help="seconds per pytest run (default: %(default)s)")
+    parser.add_argument("--sides", nargs="*", choices=("plain", "plugin"), default=["plain", "plugin"],
+                        help="the runs to make (default: both); a side not run is read from OUT/SIDE.xml of an "
+                             "earlier run (--sides with nothing after it: compare the two reports only)")
     args = parser.parse_args(argv)
     if not os.path.isdir(_git_dir(args.repo)):
         parser.error(f"--repo {args.repo}: no such repository; fetch github.com/facebookresearch/fairseq first")
@@ -117,12 +126,20 @@ def main(argv=None) -> int:
     results, runs = {}, {}
     for side in ("plain", "plugin"):
         where = out / side
+        report = out / f"{side}.xml"
+        if side not in args.sides:
+            if not report.is_file():
+                parser.error(f"--sides leaves out {side}, but {report} (an earlier run's report) is missing")
+            files = sorted(os.path.relpath(f, where) for f in glob.glob(str(where / args.files)))
+            earlier = out / "comparison.json"
+            runs[side] = json.loads(earlier.read_text())["runs"].get(side) if earlier.is_file() else None
+            results[side] = outcomes(report)
+            continue
         export(args.repo, where, plugin=side == "plugin")
         files = sorted(os.path.relpath(f, where) for f in glob.glob(str(where / args.files)))
         if not files:
             parser.error(f"--files {args.files}: no test file in {args.repo}")
         print(f"== {side}: pytest over {len(files)} files in {where}", flush=True)
-        report = out / f"{side}.xml"
         runs[side] = run_pytest(where, files, report, args.timeout)
         results[side] = outcomes(report)
         print(f"   {runs[side]['seconds']} s, {len(results[side])} tests (log {report.with_suffix('.log')})", flush=True)

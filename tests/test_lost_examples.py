@@ -156,7 +156,8 @@ def test_examples_beyond_the_positions_are_one_line(data, tmp_path):
     validation on valid is the first to read)."""
     with pytest.raises(InputError, match=rf"^\d+ examples of {data}/valid\.src-tgt\.src\.bin \+ {data}/valid\.src-tgt\."
                                          r"tgt\.bin are longer than the model's positions \(max_positions \(4, 4\); "
-                                         r"example #\d+ has size \(\d+, \d+\)\): pass --skip-invalid-size-inputs-valid-test"):
+                                         r"example #\d+ has size \(\d+, \d+\)\): skip this example with "
+                                         r"--skip-invalid-size-inputs-valid-test"):
         train_in_process(_train_argv(data, tmp_path, 1, "--max-source-positions", 4, "--max-target-positions", 4))
 
 

@@ -166,10 +166,11 @@ def fix_blocks_beyond_positions() -> None:
       examples (``ignore_invalid_inputs=True``): ``fairseq-eval-lm --tokens-per-sample 1024`` (the
       default) on a model of 64 positions skipped every block and printed "Loss (base 2): 0.0000,
       Perplexity: 1.00". Now, when the blocks are cut at ``--tokens-per-sample`` (``--sample-break-mode``
-      none, complete or complete_doc) and that is above the model's positions, a
-      :class:`~fairseq_tpr.errors.ConfigError` says so and names the largest value that fits.
-      (Under ``eos`` a block is a line, whatever ``--tokens-per-sample``: fairseq's warning counts
-      the lines it skips.)
+      none, complete or complete_doc) and some of them are longer than the model's positions, a
+      :class:`~fairseq_tpr.errors.ConfigError` says how many and names the largest
+      ``--tokens-per-sample`` that fits. (A split shorter than the positions is one block that fits,
+      at any ``--tokens-per-sample``: nothing to refuse. Under ``eos`` a block is a line, whatever
+      ``--tokens-per-sample``: fairseq's warning counts the lines it skips.)
 
     Generation is not touched: ``fairseq-interactive``, ``fairseq-generate`` and the hub clip to the
     model's positions as fairseq does. Tests: ``tests/test_lm_cli.py``, ``tests/test_lost_examples.py``."""
@@ -193,8 +194,8 @@ def fix_blocks_beyond_positions() -> None:
                 raise InputError(
                     f"{len(ignored):,} example{'s' if len(ignored) > 1 else ''} of {where} "
                     f"{'are' if len(ignored) > 1 else 'is'} longer than the model's positions (max_positions "
-                    f"{max_positions}; example #{ignored[0]} has size {size}): pass "
-                    f"--skip-invalid-size-inputs-valid-test to leave them out with a count{block_hint}")
+                    f"{max_positions}; example #{ignored[0]} has size {size}): skip this example with "
+                    f"--skip-invalid-size-inputs-valid-test (a warning counts what is left out){block_hint}")
             return kept
 
         return filter_indices_by_size
@@ -205,13 +206,16 @@ def fix_blocks_beyond_positions() -> None:
         def eval_lm_dataloader(self, dataset, *args, **kwargs):
             max_positions = kwargs.get("max_positions", args[2] if len(args) > 2 else None)
             tokens = self.args.tokens_per_sample
-            if (isinstance(max_positions, int) and tokens > max_positions
+            sizes = getattr(dataset, "sizes", None)
+            if (isinstance(max_positions, int) and tokens > max_positions and sizes is not None
                     and self.args.sample_break_mode in ("none", "complete", "complete_doc")):
-                raise ConfigError(
-                    f"--tokens-per-sample {tokens} is above the positions of the model (max positions "
-                    f"{max_positions}, as it was trained): fairseq-eval-lm would skip every longer block. Pass "
-                    f"--tokens-per-sample {max_positions} or less (with --context-window to score each token with "
-                    f"more context).")
+                longer = int((np.asarray(sizes) > max_positions).sum())
+                if longer:
+                    raise ConfigError(
+                        f"--tokens-per-sample {tokens} is above the positions of the model (max positions "
+                        f"{max_positions}, as it was trained): {longer:,} of the {len(sizes):,} blocks are longer, "
+                        f"and fairseq-eval-lm would skip them. Pass --tokens-per-sample {max_positions} or less "
+                        f"(with --context-window to score each token with more context).")
             return original_eval(self, dataset, *args, **kwargs)
 
         return eval_lm_dataloader
