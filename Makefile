@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.fairseq_tpr-installed
 
-.PHONY: venv sysdeps test test-slow demo demo-quick bench
+.PHONY: venv sysdeps test lint test-slow demo demo-quick bench
 
 venv: $(STAMP) sysdeps
 
@@ -23,9 +23,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -c "import torch, fairseq, fairseq_tpr; print('torch', torch.__version__, '| fairseq', fairseq.__version__, '| fairseq_tpr ready')"
 	touch $(STAMP)
 
-# the default set (pytest.ini leaves out tests marked slow; prints the 15 slowest)
-test: venv
+# the default set (pytest.ini leaves out tests marked slow; prints the 15 slowest), after the pyflakes
+# rules of ruff (unused imports and locals, undefined names) over the code and the tests
+test: venv lint
 	$(BIN)/python -m pytest -q tests
+
+lint: venv
+	$(BIN)/ruff check --select F fairseq_tpr tests benchmarks scripts
 
 # the long end-to-end runs marked slow (recipes, METEOR, the DeepMind generator, CLI round trips)
 test-slow: venv

@@ -323,7 +323,7 @@ def table(res, args):
              f"after stop words): built in {ix['s']:.0f} s wall ({ix['cpu_s']:.0f} CPU s); RSS {ix['rss_corpus_gib']:.2f} GiB with the corpus read, "
              f"{ix['rss_after_gib']:.2f} GiB after the index, peak {ix['peak_rss_gib']:.2f} GiB "
              f"(whole benchmark: {res['peak_rss_gib']:.2f} GiB; --threads children: {res['children_peak_rss_gib']:.2f} GiB).",
-             f"Load average (1/5/15 min): " + "; ".join(f"{k} {v}" for k, v in res["load"].items()) + ".", ""]
+             "Load average (1/5/15 min): " + "; ".join(f"{k} {v}" for k, v in res["load"].items()) + ".", ""]
     if "cli" in res:
         c = res["cli"]
         lines += [f"End to end: `{c['command']}`: {c['wall_s']:.0f} s wall, peak RSS {c['peak_rss_gib']:.2f} GiB.", ""]

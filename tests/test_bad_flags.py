@@ -244,7 +244,7 @@ def test_fairseq_generate_prints_one_line(case, trained, tmp_path, run_cli):
         assert "the same size, so the model would load and decode wrong words" in error, error
         assert f"`fairseq-preprocess --srcdict {trained_on}/dict.src.txt --tgtdict {trained_on}/dict.tgt.txt`" in error
     elif case == "bigger dictionary":
-        assert f"its dictionary has 24 symbols" in error, error
+        assert "its dictionary has 24 symbols" in error, error
         assert f"the data directory's ({data}/dict.src.txt, {data}/dict.tgt.txt) have 25" in error, error
         assert f"pass the data directory the model was trained on ({trained_on}, per the checkpoint)" in error, error
     else:
@@ -257,7 +257,7 @@ def _data_of(trained):
 
 
 def test_load_refuses_another_dictionary_in_process(trained):
-    plugin, fairseq_arch = _checkpoint(trained, PLUGIN_ARCH), _checkpoint(trained, FAIRSEQ_ARCH)
+    plugin = _checkpoint(trained, PLUGIN_ARCH)
     with pytest.raises(ConfigError, match=rf"^checkpoint {re.escape(str(plugin))}: .* another size\. Pass the data directory"):
         checkpoint_utils.load_model_ensemble([str(plugin)], arg_overrides={"data": str(trained / "bigger")})
     # the hub loads through the same function

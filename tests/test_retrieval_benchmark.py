@@ -1,7 +1,6 @@
 """``benchmarks/retrieval.py`` at a tiny size: it generates its corpus where it is told, runs the real
 console command and the in-process retriever, and prints its tables with one row per setting and split."""
 import re
-import sys
 from pathlib import Path
 
 import pytest

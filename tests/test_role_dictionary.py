@@ -12,7 +12,7 @@ from fairseq_tpr.modules import DiscreteRoleBinding
 def loop_role_binding(bind: DiscreteRoleBinding, F):
     """Eq. 4-6 per token and head. F: T x B x d_m."""
     T, B, C = F.shape
-    H, Nr, dr = bind.num_heads, bind.num_roles, bind.role_dim
+    H, Nr = bind.num_heads, bind.num_roles
     roles = bind.roles.double()
     r_hat = torch.stack([roles[n] / roles[n].norm(p=2) for n in range(Nr)])  # Eq. 4
     W = bind.role_scorer.weight.double()  # (H * N_r) x d_m

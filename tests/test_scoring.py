@@ -15,7 +15,6 @@ skipped with the reason when those are missing.
 import json
 import re
 import shutil
-import subprocess
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction

@@ -7,7 +7,6 @@ import re
 
 import pytest
 import torch
-from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEntropyCriterion
 from fairseq.data import Dictionary, data_utils, indexed_dataset
 from fairseq.sequence_generator import SequenceGenerator
 

@@ -17,7 +17,6 @@ CE_ls has two formulas here, chosen by ``--label-smoothing-over``:
   label_smoothed_cross_entropy.py``, lines 30-31: ``eps_i = epsilon / lprobs.size(-1)``,
   ``loss = (1. - epsilon) * nll_loss + eps_i * smooth_loss``), eps/V to every class.
 """
-import math
 
 import pytest
 import torch
@@ -28,9 +27,6 @@ from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
 import fairseq_tpr  # noqa: F401  (registered by conftest.py)
 from fairseq_tpr.corpora.templates import main as binarize_main
-from fairseq_tpr.criterions.label_smoothed_cross_entropy_with_template_mse import (
-    LabelSmoothedCrossEntropyWithTemplateMSECriterion as MSECriterion,
-)
 
 WORDS = [f"w{i}" for i in range(30)]
 N = 12

@@ -48,7 +48,7 @@ import subprocess
 import sys
 import time
 import zlib
-from collections import Counter, defaultdict
+from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 

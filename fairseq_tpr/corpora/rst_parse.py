@@ -535,9 +535,9 @@ def main(argv=None):
     docs = read_documents(args.input)
     check_tools()
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    summary = run(docs, args.out, workers=args.workers, timeout=args.timeout,
-                  max_sentence_words=args.max_sentence_words, global_features=args.global_features,
-                  progress=not args.no_progress, retry_failed=args.retry_failed)
+    run(docs, args.out, workers=args.workers, timeout=args.timeout,
+        max_sentence_words=args.max_sentence_words, global_features=args.global_features,
+        progress=not args.no_progress, retry_failed=args.retry_failed)
     return 0
 
 
