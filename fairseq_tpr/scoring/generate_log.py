@@ -125,9 +125,9 @@ def read_generate_log(path, ref_paths=(), expect: Optional[int] = None) -> Scori
         where = f"; missing ids {', '.join(map(str, missing[:10]))}{' ...' if len(missing) > 10 else ''}" if missing else ""
         raise InputError(
             f"{path} holds {len(ids)} hypotheses but --expect {expect} segments were given{where}. "
-            "If fairseq-generate dropped sentences, rerun it with --user-dir fairseq_tpr (fairseq alone drops the "
-            "last batch at its default --required-batch-size-multiple) and without --skip-invalid-size-inputs-valid-test "
-            "(which drops inputs longer than --max-source-positions)")
+            "If fairseq-generate dropped sentences, rerun it with --user-dir fairseq_tpr or --required-batch-size-multiple 1 "
+            "(fairseq alone drops the last batch at its default multiple of 8) and without "
+            "--skip-invalid-size-inputs-valid-test (which drops inputs longer than --max-source-positions)")
     hyps = [hyps_by_id[i] for i in ids]
     if ref_paths:
         if ids != list(range(len(ids))):
