@@ -280,7 +280,3 @@ def report(res: EvalbResult, per_sentence: bool = False) -> str:
         lines += ["", f"{len(errors)} error sentence(s), left out of the totals:"]
         lines += [f"  sentence {r.index}: {r.message}" for r in errors[:10]]
     return "\n".join(lines).lstrip("\n")
-
-
-def f1_from(res: Optional[EvalbResult]) -> float:
-    return 0.0 if res is None else res.all.f1
