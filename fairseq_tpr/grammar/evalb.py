@@ -30,7 +30,7 @@ This module follows ``evalb.c`` step by step:
 import re
 from collections import Counter
 from dataclasses import dataclass, field, fields
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Sequence, Tuple
 
 from ..errors import InputError
 from ..corpora.ptb_trees import Tree, read_trees
