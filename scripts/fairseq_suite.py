@@ -67,9 +67,10 @@ def outcomes(report: Path) -> dict:
     ``tests.`` package (whatever folder the run's root was)."""
     result = {}
     for case in ET.parse(report).getroot().iter("testcase"):
-        classname = case.get("classname") or ""
+        classname, name = case.get("classname") or "", case.get("name") or ""
         classname = classname[classname.index("tests."):] if "tests." in classname else classname
-        test = f"{classname}::{case.get('name')}"
+        name = name[name.index("tests."):] if not classname and "tests." in name else name  # a collection error
+        test = f"{classname}::{name}"
         kinds = {child.tag for child in case}
         result[test] = ("failed" if "failure" in kinds else "error" if "error" in kinds
                         else "skipped" if "skipped" in kinds else "passed")
