@@ -37,12 +37,7 @@ esac
     echo "error: $data has no dict.txt and train.bin: build it with preprocess/debian_lm.sh" >&2; exit 1; }
 source "$ROOT/recipes/_device.sh"
 mkdir -p "$save"
-# a run that reached MAX_UPDATE is not started again: fairseq, resumed at its last update, takes one more
-last=$(grep -o "num_updates [0-9]*" "$save/train.log" 2>/dev/null | tail -1 | cut -d' ' -f2 || true)
-if [[ -n "$last" && "$last" -ge "${MAX_UPDATE:-6000}" ]]; then
-    echo "== $save: trained to update $last already (MAX_UPDATE ${MAX_UPDATE:-6000}), not resumed"
-    exit 0
-fi
+# a run that reached MAX_UPDATE takes no more update when started again (fairseq_fixes/resume.py)
 export PYTHONUNBUFFERED=1
 fairseq-train "$data" --user-dir "$ROOT/fairseq_tpr" --task language_modeling --arch "$arch" \
     --tokens-per-sample "${TOKENS_PER_SAMPLE:-128}" --sample-break-mode none \
