@@ -102,6 +102,11 @@ def test_fairseq_validate_and_eval_lm_agree_with_training(arch, trained, lm_data
                                       eval_lm.stdout + eval_lm.stderr).groups())
     assert validated == pytest.approx(trained_loss, abs=1e-3)
     assert base2 == pytest.approx(validated, abs=2e-3) and ppl == pytest.approx(2 ** base2, rel=1e-3)
+    # fairseq-eval-lm scored every token of the split once: each word of valid.txt and each line's </s>
+    lines = (lm_data.parent / "raw" / "valid.txt").read_text().splitlines()
+    tokens = sum(len(line.split()) + 1 for line in lines)
+    evaluated = int(re.search(r"Evaluated ([\d,]+) tokens", eval_lm.stdout + eval_lm.stderr).group(1).replace(",", ""))
+    assert evaluated == tokens
     if arch == "tp_transformer_d_lm_tiny":
         assert "role_onehot" in validate.stdout + validate.stderr
 
