@@ -189,7 +189,7 @@ def test_fused_role_binding_on_the_gpu_is_as_close_to_float64_as_rounding_allows
     T, B, H, N, D, tau, scorer = shape
     torch.manual_seed(0)
     binding = DiscreteRoleBinding(H * D, H, N, D, temperature=tau, scorer=scorer).to(GPU, dtype)
-    assert binding.fused(torch.zeros(1, 1, H * D, device=GPU, dtype=dtype))  # auto: the kernels on CUDA
+    assert binding.runs_kernels(torch.zeros(1, 1, H * D, device=GPU, dtype=dtype))  # auto: the kernels on CUDA
     x = torch.randn(T, B, H * D, device=GPU).to(dtype)
     g = torch.randn(T, B, H * D, device=GPU).to(dtype)
     fused = _binding_run(binding, x, g, "auto")

@@ -87,8 +87,8 @@ def test_fused_is_as_close_to_float64_as_fp32_rounding_allows(shape):
 
 def test_the_eager_path_is_unchanged_on_the_cpu_by_default():
     binding = DiscreteRoleBinding(64, 4, 8, 16)
-    assert binding.kernel == "auto" and not binding.fused(torch.zeros(1, 1, 64))  # auto: CUDA only
-    assert binding.fused(torch.zeros(1, 1, 64, dtype=torch.float64)) is False
+    assert binding.kernel == "auto" and not binding.runs_kernels(torch.zeros(1, 1, 64))  # auto: CUDA only
+    assert binding.runs_kernels(torch.zeros(1, 1, 64, dtype=torch.float64)) is False
 
 
 def test_role_kernel_triton_without_a_gpu_or_the_interpreter_is_a_clear_error(monkeypatch):

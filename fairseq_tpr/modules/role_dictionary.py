@@ -140,8 +140,10 @@ class DiscreteRoleBinding(nn.Module):
                 self.set_incremental_state(incremental_state, "roles_hat", {"roles_hat": roles_hat})
         return roles_hat
 
-    def fused(self, x: Tensor) -> bool:
-        """Whether this call runs the Triton kernels (``kernel``, module docstring)."""
+    def runs_kernels(self, x: Tensor) -> bool:
+        """Whether this call runs the Triton kernels (``kernel``, module docstring). ``--role-kernel triton``
+        where they cannot run (no Triton, no CUDA, float64 on a GPU) is a ConfigError, not a silent eager
+        fallback."""
         if self.kernel != "triton":  # auto: CUDA only (one attribute test on the CPU path); eager: never
             return self.kernel == "auto" and x.is_cuda and x.dtype != torch.float64 and _triton_installed()
         if not triton_runs_on(x.device):
@@ -162,7 +164,7 @@ class DiscreteRoleBinding(nn.Module):
         H, N_r = self.num_heads, self.num_roles
         acc = accumulation_dtype(x.dtype)  # fp32 under fp16/bf16, else x's own dtype
         roles_hat = self.normalized_roles(acc, incremental_state)  # N_r x d_r              (Eq. 4)
-        if self.fused(x) and not taps.wanted(self, "filler", "role", "tpr"):
+        if self.runs_kernels(x) and not taps.wanted(self, "filler", "role", "tpr"):
             from .role_kernels import fused_role_binding  # imports Triton: only here
 
             tpr, role_attn = fused_role_binding(x.reshape(T * B, C), self.role_scorer.weight, self.role_scorer.bias,

@@ -39,13 +39,14 @@ from torch import Tensor
 from torch.nn.functional import linear
 
 BLOCK_M = 32  # tokens per program; tl.dot needs every tile side >= 16
+# NO_TF32 (a kernel flag, set for float32): tl.dot in IEEE fp32, not the TF32 that Triton uses by default
 
 
 @triton.jit
 def _bind_fwd(x_ptr, logits_ptr, rh_ptr, out_ptr, p_ptr, M, tau,
               H: tl.constexpr, N: tl.constexpr, D: tl.constexpr,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, SCALE: tl.constexpr,
-              IEEE: tl.constexpr):
+              NO_TF32: tl.constexpr):
     """One (token block, head): ``p = softmax(logits / tau)``, ``R = p r_hat``, ``out = R * x + x``."""
     pid_m, h = tl.program_id(0), tl.program_id(1)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -60,7 +61,7 @@ def _bind_fwd(x_ptr, logits_ptr, rh_ptr, out_ptr, p_ptr, M, tau,
     e = tl.exp(logits - tl.max(logits, axis=1)[:, None])
     p = e / tl.sum(e, axis=1)[:, None]  # Eq. 5 softmax, BLOCK_M x BLOCK_N; padded roles get 0
     rh = tl.load(rh_ptr + n[:, None] * D + d[None, :], mask=nmask[:, None] & dmask[None, :], other=0.0)
-    if IEEE:
+    if NO_TF32:
         R = tl.dot(p, rh, input_precision="ieee")  # BLOCK_M x BLOCK_D
     else:
         R = tl.dot(p, rh)
@@ -77,7 +78,7 @@ def _bind_fwd(x_ptr, logits_ptr, rh_ptr, out_ptr, p_ptr, M, tau,
 def _bind_bwd(x_ptr, g_ptr, p_ptr, rh_ptr, gx_ptr, glogits_ptr, gR_ptr, M, tau,
               H: tl.constexpr, N: tl.constexpr, D: tl.constexpr,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, SCALE: tl.constexpr,
-              IEEE: tl.constexpr):
+              NO_TF32: tl.constexpr):
     """One (token block, head) of the backward pass (module docstring)."""
     pid_m, h = tl.program_id(0), tl.program_id(1)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -91,7 +92,7 @@ def _bind_bwd(x_ptr, g_ptr, p_ptr, rh_ptr, gx_ptr, glogits_ptr, gR_ptr, M, tau,
     offs = rows[:, None] * (H * D) + h * D + d[None, :]
     x = tl.load(x_ptr + offs, mask=xmask, other=0.0)
     g = tl.load(g_ptr + offs, mask=xmask, other=0.0).to(acc)
-    if IEEE:
+    if NO_TF32:
         R = tl.dot(p, rh, input_precision="ieee")
     else:
         R = tl.dot(p, rh)
@@ -99,7 +100,7 @@ def _bind_bwd(x_ptr, g_ptr, p_ptr, rh_ptr, gx_ptr, glogits_ptr, gR_ptr, M, tau,
     tl.store(gx_ptr + offs, (g * R + g).to(x.dtype), mask=xmask)  # d out / d x at fixed R
     gR = g * x.to(acc)  # d out / d R
     tl.store(gR_ptr + offs, gR, mask=xmask)
-    if IEEE:
+    if NO_TF32:
         gp = tl.dot(gR, tl.trans(rh), input_precision="ieee")  # BLOCK_M x BLOCK_N
     else:
         gp = tl.dot(gR, tl.trans(rh))
@@ -127,7 +128,7 @@ class FusedRoleBinding(torch.autograd.Function):
         block_n, block_d = _blocks(N, D)
         grid = (triton.cdiv(M, BLOCK_M), heads)
         _bind_fwd[grid](x, logits, roles_hat, out, p, M, float(tau), H=heads, N=N, D=D, BLOCK_M=BLOCK_M,
-                        BLOCK_N=block_n, BLOCK_D=block_d, SCALE=tau != 1.0, IEEE=roles_hat.dtype == torch.float32)
+                        BLOCK_N=block_n, BLOCK_D=block_d, SCALE=tau != 1.0, NO_TF32=roles_hat.dtype == torch.float32)
         ctx.save_for_backward(x, weight, p, roles_hat)
         ctx.tau, ctx.heads, ctx.has_bias = float(tau), heads, bias is not None
         ctx.mark_non_differentiable(p)
@@ -147,7 +148,7 @@ class FusedRoleBinding(torch.autograd.Function):
         grid = (triton.cdiv(M, BLOCK_M), H)
         _bind_bwd[grid](x, g_out, p, roles_hat, gx, glogits, gR, M, ctx.tau, H=H, N=N, D=D, BLOCK_M=BLOCK_M,
                         BLOCK_N=block_n, BLOCK_D=block_d, SCALE=ctx.tau != 1.0,
-                        IEEE=roles_hat.dtype == torch.float32)
+                        NO_TF32=roles_hat.dtype == torch.float32)
         g_x = torch.addmm(gx, glogits, weight) if ctx.needs_input_grad[0] else None
         g_w = glogits.t().mm(x) if ctx.needs_input_grad[1] else None
         g_b = glogits.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
