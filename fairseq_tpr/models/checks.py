@@ -48,6 +48,12 @@ def dictionary_sha1(dictionary) -> str:
     return digest.hexdigest()
 
 
+def model_arch(model) -> Optional[str]:
+    """The ``--arch`` a built model keeps in its options (``args``, or a Hydra ``cfg``), or None."""
+    options = getattr(model, "args", None) or getattr(model, "cfg", None)
+    return getattr(options, "arch", None) or getattr(getattr(options, "model", None), "_name", None)
+
+
 def task_dictionary(task, side: str):
     """The task's *side* dictionary, or None."""
     try:

@@ -9,6 +9,7 @@ not touched and script as fairseq's transformer does. docs/architecture.md, "Tor
 which archs compile and why the others do not.
 """
 from ..errors import ConfigError
+from .checks import model_arch
 
 
 class EagerOnly:
@@ -26,8 +27,7 @@ class EagerOnly:
 
     def _arch_name(self) -> str:
         """The model's ``--arch`` where its options are kept, else its family's (``atpl_autoencoder*``)."""
-        args = getattr(self, "args", None) or getattr(self, "cfg", None)
-        arch = getattr(args, "arch", None) or getattr(getattr(args, "model", None), "_name", None)
+        arch = model_arch(self)
         if arch:
             return arch
         from fairseq.models import MODEL_REGISTRY

@@ -16,7 +16,7 @@ from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from fairseq.tasks.language_modeling import LanguageModelingTask
 
 from ..errors import ConfigError
-from .checks import ChecksOptions, check_heads_divide, task_dictionary
+from .checks import ChecksOptions, check_heads_divide, model_arch, task_dictionary
 from .scripting import EagerOnly
 
 TPR_SIDES = ("both", "encoder", "decoder")
@@ -190,7 +190,7 @@ def explain_state_dict_mismatch(model: nn.Module, state_dict: Dict, family: str)
     if not (missing or unexpected or resized):
         return
     their_family = checkpoint_family(theirs)
-    lines = [f"The checkpoint does not fit the model that was built ({family}, --arch {_arch(model)})."]
+    lines = [f"The checkpoint does not fit the model that was built ({family}, --arch {model_arch(model) or '?'})."]
     if their_family != checkpoint_family(own):
         lines.append(
             f"It holds a {their_family}. Build the same kind: fairseq-generate/-interactive take the architecture "
@@ -207,8 +207,3 @@ def explain_state_dict_mismatch(model: nn.Module, state_dict: Dict, family: str)
             "--no-embedding-roles"
         )
     raise ConfigError("\n".join(lines))
-
-
-def _arch(model) -> str:
-    cfg = getattr(model, "args", None) or getattr(model, "cfg", None)
-    return getattr(cfg, "arch", "?")
