@@ -32,17 +32,23 @@ def preprocess_in_process(args):
                 h.close()
 
 
+def binarize_pairs(raw, dest, *, test=False):
+    """``raw/{train,valid}.{src,tgt}`` (and ``test`` with ``test=True``) binarized with a joined
+    dictionary into ``dest``, which is returned."""
+    raw = Path(raw)
+    argv = ["--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary", "--workers", "1",
+            "--trainpref", str(raw / "train"), "--validpref", str(raw / "valid"), "--destdir", str(dest)]
+    preprocess_in_process(options.get_preprocessing_parser().parse_args(
+        argv + (["--testpref", str(raw / "test")] if test else [])))
+    return Path(dest)
+
+
 def binarize_reversal(root, n_train, n_valid=20, n_test=1):
     """The synthetic reversal task under ``root/raw``, binarized (joined dictionary) into
     ``root/bin``, which is returned."""
     root = Path(root)
     write_reversal_task(root / "raw", n_train, n_valid, n_test)
-    args = options.get_preprocessing_parser().parse_args([
-        "--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary", "--workers", "1",
-        "--trainpref", str(root / "raw" / "train"), "--validpref", str(root / "raw" / "valid"),
-        "--destdir", str(root / "bin")])
-    preprocess_in_process(args)
-    return root / "bin"
+    return binarize_pairs(root / "raw", root / "bin")
 
 
 def binarize_lm(root, splits):

@@ -14,7 +14,7 @@ import torch
 from fairseq import options, tasks
 from fairseq.data import TokenBlockDataset, data_utils
 
-from _inprocess import USER_DIR, preprocess_in_process
+from _inprocess import USER_DIR, binarize_pairs
 from _inprocess import train as train_in_process
 from fairseq_tpr.corpora.synthetic import write_reversal_task
 from fairseq_tpr.errors import InputError
@@ -23,20 +23,11 @@ ARCH = "transformer_tiny"  # fairseq's own: the fixes are fairseq's, for every a
 N_TRAIN, N_VALID, N_TEST = 13, 12, 13  # none a multiple of 8
 
 
-def _binarize(root, raw, *, testpref=True, srcdict=None):
-    argv = ["--source-lang", "src", "--target-lang", "tgt", "--workers", "1", "--destdir", str(root),
-            "--trainpref", str(raw / "train"), "--validpref", str(raw / "valid")]
-    argv += ["--testpref", str(raw / "test")] if testpref else []
-    argv += ["--srcdict", str(srcdict), "--tgtdict", str(srcdict)] if srcdict else ["--joined-dictionary"]
-    preprocess_in_process(options.get_preprocessing_parser().parse_args(argv))
-    return root
-
-
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     root = tmp_path_factory.mktemp("lost")
     write_reversal_task(root / "raw", N_TRAIN, N_VALID, N_TEST)
-    return _binarize(root / "bin", root / "raw")
+    return binarize_pairs(root / "raw", root / "bin", test=True)
 
 
 def _train_argv(data, save_dir, max_update, *extra):
@@ -141,7 +132,7 @@ def test_mismatched_source_and_target_files_name_both(tmp_path):
     write_reversal_task(raw, 10, 4, 1)
     lines = (raw / "train.tgt").read_text().splitlines()
     (raw / "train.tgt").write_text("\n".join(lines[:-1]) + "\n")  # 9 targets for 10 sources
-    data = _binarize(tmp_path / "bin", raw, testpref=False)
+    data = binarize_pairs(raw, tmp_path / "bin")
     (tmp_path / "ckpt").mkdir()
     with pytest.raises(InputError) as e:
         train_in_process(_train_argv(data, tmp_path / "ckpt", 1))
