@@ -85,6 +85,7 @@ def fix_finished_run_resume() -> None:
     import math
 
     train_cli = _import_without_logging_setup("fairseq_cli.train")
+
     def build(original):
         logger = logging.getLogger("fairseq_cli.train")  # fairseq's own logger for the training loop
 
