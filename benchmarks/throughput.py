@@ -617,6 +617,10 @@ def parse_args(argv=None):
                         "per-parameter Adam) in the same process, and report both states' ratios and each "
                         "model's speed-up")
     p.add_argument("--json", metavar="PATH", help="also write all runs and the summary as JSON")
+    p.add_argument("--record", metavar="PATH",
+                   help="with --paired: also write the small record docs/benchmarks.md's tables are generated "
+                        "from (the command, settings, environment, each model's throughput and the ratios; "
+                        "not the unit times)")
     p.add_argument("--_worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     for k, v in DEFAULTS[args.size].items():
@@ -624,6 +628,8 @@ def parse_args(argv=None):
             setattr(args, k, v)
     if args.device.startswith("cpu") and args.dtype != "fp32":
         p.error("--dtype fp16/bf16 is for --device cuda; CPU runs in fp32")
+    if args.record and not args.paired:
+        p.error("--record writes the record of a --paired run; add --paired")
     return args
 
 
@@ -697,6 +703,43 @@ def run_paired(args, archs, env):
                        "settings": {k: v for k, v in vars(args).items() if k != "_worker"},
                        "pairs": paired_rows(args), "result": r, "ratios": summary}, f, indent=2)
         print(f"\nwrote {args.json}")
+    if args.record:
+        write_record(args, env, r, summary)
+        print(f"wrote {args.record}")
+
+
+def write_record(args, env, result, summary):
+    """The small record of a paired run (``--record``), what ``fairseq-tpr-bench-table`` prints tables
+    from: the command, the settings, the environment, the mean load of other processes, every model's
+    throughput (median unit time over clean rounds) and every ratio; not the unit times (``--json``)."""
+    lm = is_language_model(result["archs"][0])
+    per_call = args.gen_batch * args.gen_len if lm else args.gen_batch
+    loads = [f for key in ("train_rounds", "gen_rounds") for rd in result[key] for _, f, _ in rd.values()
+             if f is not None]
+    record = {
+        "kind": "throughput-paired",
+        "date": time.strftime("%Y-%m-%d"),
+        "command": "OMP_NUM_THREADS=%s python benchmarks/throughput.py %s" % (
+            os.environ.get("OMP_NUM_THREADS", "(unset)"), " ".join(sys.argv[1:])),
+        "env": env,
+        "settings": {k: getattr(args, k) for k in ("size", "device", "dtype", "batch", "src_len", "tgt_len", "steps",
+                                                    "warmup", "beam", "gen_batch", "gen_len", "prompt_len",
+                                                    "gen_batches", "gen_warmup", "optimizer", "vocab", "seed")},
+        "threads": result["threads"],
+        "foreign_load_mean": sum(loads) / len(loads) if loads else None,
+        "clean_rounds": {"train": result["train_clean_rounds"], "gen": result["gen_clean_rounds"]},
+        "gen_unit": "sampled tokens/s" if lm else "sentences/s",
+        "models": {a: {"params": result["info"][a]["params"],
+                       "train_tokens_per_s": args.batch * args.tgt_len / result["train_step_s"][a],
+                       "gen_per_s": per_call / result["gen_call_s"][a]} for a in result["archs"]},
+        "ratios": [{k: row[k] for k in ("tp", "baseline", "train_ratio", "train_ratio_range", "train_ratio_cpu",
+                                        "train_ratio_cpu_range", "gen_ratio", "gen_ratio_range", "gen_ratio_cpu",
+                                        "gen_ratio_cpu_range", "verdict_basis")} for row in summary],
+    }
+    os.makedirs(os.path.dirname(os.path.abspath(args.record)), exist_ok=True)
+    with open(args.record, "w") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
 
 
 def paired_rows(args):

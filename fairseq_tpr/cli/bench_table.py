@@ -1,0 +1,125 @@
+"""The speed tables of docs/benchmarks.md, printed from the committed records of paired benchmark runs.
+
+    fairseq-tpr-bench-table RECORD[:KEY] ... [--models]
+
+A RECORD is what ``benchmarks/throughput.py --paired --record PATH`` writes (docs/img/bench/): the
+command, the settings, the environment, every model's throughput and every ratio TP / matched
+transformer, not the unit times. ``FILE:KEY`` reads the run kept under KEY of a larger JSON with the same
+``env``, ``settings`` and ``ratios`` (``scripts/gpu_check.sh`` keeps each paired run as
+``bench_SIZE_DTYPE_BATCH`` of its ``gpu_check.json``).
+
+One row per ratio of every run: the size, device and dtype, the training batch, the TP model and what it is
+measured against, then the training and the generation ratio as the median over the run's rounds of the
+per-round ratio [lowest-highest round]. On a CPU with one torch thread the ratios are of the process's CPU
+time per unit (which leaves out the waits for a core on a shared machine), elsewhere of the wall time:
+the record says which (``verdict_basis``). Under the table, each record's date, command and versions.
+``--models`` adds each model's throughput (records of ``--record`` only: they keep it).
+"""
+import json
+import sys
+from pathlib import Path
+from fairseq_tpr.errors import command
+from fairseq_tpr.helpdoc import doc_parser
+
+BEFORE = "@before"  # benchmarks/throughput.py --before-after: the same model as before issue 35's changes
+
+
+def label(arch: str) -> str:
+    """A model's table label: the arch name in code, ``+ flags`` when fairseq-train flags follow it, and
+    ``(before)`` for the ``--before-after`` state."""
+    name, *flags = arch.split()
+    before = BEFORE in flags
+    flags = [f for f in flags if f != BEFORE]
+    return f"`{name}`" + (" + flags" if flags else "") + (" (before)" if before else "")
+
+
+def load(spec: str):
+    """``(name, run)`` of ``FILE`` or ``FILE:KEY``; a ValueError that says what is wrong."""
+    path, _, key = spec.partition(":")
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{path} does not exist (write it with benchmarks/throughput.py --paired --record {path})")
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path} is not JSON ({e})")
+    run = data.get(key) if key else data
+    if not isinstance(run, dict) or not all(k in run for k in ("env", "settings", "ratios")):
+        raise ValueError(f"{spec}: no paired benchmark run here (it needs 'env', 'settings' and 'ratios'; "
+                         f"write one with benchmarks/throughput.py --paired --record)")
+    return spec, run
+
+
+def ratio_cell(row: dict, key: str) -> str:
+    """``median [min-max]`` of ``key`` (train or gen) on the row's basis (CPU or wall time)."""
+    sfx = "_cpu" if row.get("verdict_basis") == "cpu" else ""
+    lo, hi = row[f"{key}_ratio{sfx}_range"]
+    return f"{row[f'{key}_ratio{sfx}']:.3f} [{lo:.2f}-{hi:.2f}]"
+
+
+def ratio_table(runs) -> str:
+    head = ["size", "device, dtype", "batch", "model", "vs", "training", "generation", "time"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 5 + "---:|---:|---|"]
+    for _, run in runs:
+        s = run["settings"]
+        device = run["env"].get("gpu") or s["device"]
+        for row in run["ratios"]:
+            time = "CPU, 1 thread" if row.get("verdict_basis") == "cpu" else "wall"
+            lines.append("| " + " | ".join([s["size"], f"{device}, {s['dtype']}", f"{s['batch']} x {s['tgt_len']}",
+                                            label(row["tp"]), label(row["baseline"]), ratio_cell(row, "train"),
+                                            ratio_cell(row, "gen"), time]) + " |")
+    return "\n".join(lines)
+
+
+def model_table(runs) -> str:
+    lines = ["| size | model | params | training tokens/s | generation |", "|---|---|---:|---:|---:|"]
+    for name, run in runs:
+        if "models" not in run:
+            raise ValueError(f"{name}: no per-model throughput in this record (--models needs a record of "
+                             "benchmarks/throughput.py --record)")
+        for arch, m in run["models"].items():
+            lines.append(f"| {run['settings']['size']} | {label(arch)} | {m['params'] / 1e6:.2f}M | "
+                         f"{m['train_tokens_per_s']:,.0f} | {m['gen_per_s']:,.1f} {run['gen_unit']} |")
+    return "\n".join(lines)
+
+
+def sources(runs) -> str:
+    out = []
+    for name, run in runs:
+        s, env = run["settings"], run["env"]
+        where = env.get("gpu") or f"{env.get('cpu_count')} CPUs"
+        load = run.get("foreign_load_mean")
+        load = "" if load is None else f"; other processes used {load:.2f} cores on average"
+        rounds = f"{s['steps']} training / {s['gen_batches']} generation rounds"
+        when = f"{run['date']}, " if "date" in run else ""
+        cmd = f"; `{run['command']}`" if "command" in run else ""
+        flagged = {}  # arch name -> its flags (the + flags of the table), once
+        for arch in (r[k] for r in run["ratios"] for k in ("tp", "baseline")):
+            arch_name, *flags = [w for w in arch.split() if w != BEFORE]
+            if flags:
+                flagged[arch_name] = " ".join(flags)
+        flagged = "".join(f"; `{a}` + flags = `{f}`" for a, f in flagged.items())
+        out.append(f"- `{name}`: {when}{where}, torch {env['torch']}, fairseq {env.get('fairseq')}, "
+                   f"{rounds}{load}{cmd}{flagged}")
+    return "\n".join(out)
+
+
+def main(argv=None):
+    p = doc_parser(__doc__, prog="fairseq-tpr-bench-table")
+    p.add_argument("records", nargs="+", metavar="RECORD[:KEY]")
+    p.add_argument("--models", action="store_true", help="also each model's throughput")
+    args = p.parse_args(argv)
+    try:
+        runs = [load(spec) for spec in args.records]
+        tables = [ratio_table(runs)] + ([model_table(runs)] if args.models else [])
+    except ValueError as e:
+        p.error(str(e))
+    print("\n\n".join(tables))
+    print("\nRecords:\n" + sources(runs))
+    return 0
+
+
+# the console script (pyproject.toml): a FairseqTprError is one "error:" line and exit status 2
+console = command(main)
+
+if __name__ == "__main__":
+    sys.exit(console())
