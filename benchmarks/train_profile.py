@@ -36,6 +36,10 @@ import sys
 import time
 
 PHASES = ("forward", "backward", "optimizer")
+# ops that make the host wait for the device: a tensor read as a Python number (.item(), bool(), float()),
+# or an output whose shape depends on the values
+SYNCS = ("_local_scalar_dense", "nonzero", "masked_select", "unique", "_unique2", "unique_consecutive",
+         "repeat_interleave")
 # the CUDA runtime / driver calls that launch a kernel, as the profiler names them
 _LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchCooperativeKernel")
 
@@ -51,6 +55,9 @@ def parse_args(argv=None):
     p.add_argument("--src-len", type=int, default=40, help="dummy_mt: source tokens a sentence")
     p.add_argument("--tgt-len", type=int, default=40, help="dummy_mt: target tokens a sentence")
     p.add_argument("--dict-size", type=int, default=1000, help="dummy_mt: symbols in the dictionary")
+    p.add_argument("--criterion", default="label_smoothed_cross_entropy",
+                   help="fairseq's, or label_smoothed_cross_entropy_with_roles (the role_onehot metric, what the "
+                        "recipes of the discrete-role models train with; plain archs log nothing more with it)")
     p.add_argument("--warmup", type=int, default=2, help="updates before anything is counted (Adam's state, caches)")
     p.add_argument("--count-updates", type=int, default=1, help="updates whose ops are counted (0: none)")
     p.add_argument("--profile-updates", type=int, default=0, help="updates under torch.profiler (0: none)")
@@ -74,7 +81,7 @@ def build_trainer(args, arch, precision):
                 "--tgt-len", str(args.tgt_len), "--dataset-size", "100000"]
     flags = data + [
         "--arch", arch, "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "5e-4",
-        "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "4000", "--criterion", "label_smoothed_cross_entropy",
+        "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "4000", "--criterion", args.criterion,
         "--label-smoothing", "0.1", "--max-tokens", str(args.max_tokens), "--required-batch-size-multiple", "1",
         "--seed", "1", "--no-progress-bar", "--log-interval", "1000000",
     ] + (["--cpu"] if args.device == "cpu" else []) + ({"fp32": [], "bf16": ["--bf16"], "fp16": ["--fp16"]}[precision]) \
@@ -126,8 +133,8 @@ def count_ops(trainer, phases, batches):
         for sample in batches:
             trainer.train_step([sample])
     n = len(batches)
-    return {ph: {"total": sum(c.values()) / n, "ops": {k: v / n for k, v in c.most_common()}}
-            for ph, c in counts.items()}
+    return {ph: {"total": sum(c.values()) / n, "host_syncs": sum(c[k] for k in SYNCS) / n,
+                 "ops": {k: v / n for k, v in c.most_common()}} for ph, c in counts.items()}
 
 
 def profile_updates(trainer, batches, top, cuda):
@@ -236,6 +243,7 @@ def main(argv=None):
             line = f"{key}: {run['params'] / 1e6:.1f}M params, {run['param_tensors']} tensors"
             if ops:
                 line += "; ops per update " + ", ".join(f"{ph} {ops[ph]['total']:.0f}" for ph in PHASES)
+                line += " (host syncs " + ", ".join(f"{ops[ph]['host_syncs']:.0f}" for ph in PHASES) + ")"
             if "profile" in run:
                 pr = run["profile"]
                 line += f"; wall {min(pr['wall_ms']):.1f} ms, host {min(pr['host_ms']):.1f} ms"

@@ -26,3 +26,20 @@ def test_op_counts_of_a_training_update_are_exact_and_split_by_phase(tmp_path, r
     assert "_softmax" in tp["ops"]["forward"]["ops"]
     assert tp["ops"]["forward"]["ops"]["_softmax"] > base["ops"]["forward"]["ops"].get("_softmax", 0)
     assert "forward + backward" in r.stdout
+
+
+@pytest.mark.slow  # fairseq's Trainer on two models: make test-slow
+def test_the_role_onehot_metric_adds_no_host_synchronisation(tmp_path, run_cli):
+    """fairseq's own step reads some values on the host (its padding checks, the gradient norm); the
+    discrete-role model with the role_onehot metric of its recipes adds none: the same number of
+    ``.item()``-like ops per phase as the plain transformer, while its logging outputs do carry the counts."""
+    out = tmp_path / "ops.json"
+    r = run_cli("python", ROOT / "benchmarks" / "train_profile.py", "--archs", "transformer_tp_tiny",
+                "tp_transformer_d_tiny", "--criterion", "label_smoothed_cross_entropy_with_roles", "--json", out,
+                cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    runs = json.loads(out.read_text())["runs"]
+    base, tp = runs["transformer_tp_tiny fp32"]["ops"], runs["tp_transformer_d_tiny fp32"]["ops"]
+    assert [tp[ph]["host_syncs"] for ph in tp] == [base[ph]["host_syncs"] for ph in base]
+    # the metric ran: one max per binding (2 encoder + 2 x 2 decoder bindings at tiny size)
+    assert tp["forward"]["ops"]["max"] - base["forward"]["ops"].get("max", 0) == 6

@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 import torch
 from fairseq.criterions import register_criterion
 from fairseq.criterions.cross_entropy import CrossEntropyCriterion, CrossEntropyCriterionConfig
-from fairseq.logging import metrics
 
-from .label_smoothed_cross_entropy_with_roles import role_onehot_counts_by_side, pooled
+from .label_smoothed_cross_entropy_with_roles import log_role_onehot, pooled, role_onehot_counts_by_side
 
 
 @dataclass
@@ -52,10 +51,7 @@ class CrossEntropyWithRolesCriterion(CrossEntropyCriterion):
     @classmethod
     def reduce_metrics(cls, logging_outputs) -> None:
         super().reduce_metrics(logging_outputs)
-        total = sum(log.get("role_dists", 0) for log in logging_outputs)
-        if total > 0:
-            onehot = sum(log.get("role_onehot_n", 0) for log in logging_outputs)
-            metrics.log_scalar("role_onehot", onehot / total, total, round=4)
+        log_role_onehot(logging_outputs)
 
     @staticmethod
     def logging_outputs_can_be_summed() -> bool:

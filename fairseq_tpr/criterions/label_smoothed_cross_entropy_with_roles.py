@@ -19,6 +19,7 @@ class y, V classes and ``p`` the model's distribution:
 Per token, other-classes minus all-classes is ``eps/(V-1) * (mean_v(-log p_v) - (-log p_y))``;
 ``nll_loss`` is the same.
 """
+import functools
 from dataclasses import dataclass, field
 from typing import Dict, Tuple
 
@@ -73,35 +74,60 @@ def label_smoothed_nll_loss_all_classes(lprobs: Tensor, target: Tensor, epsilon:
 SIDES = ("encoder", "decoder")
 
 
-def role_onehot_counts_by_side(role_attn, src_mask, tgt_mask, threshold: float) -> Dict[str, Tuple[int, int]]:
-    """side -> (number of distributions with max > threshold, number of distributions).
+def role_onehot_counts_by_side(role_attn, src_mask, tgt_mask, threshold: float) -> Dict[str, Tuple[Tensor, Tensor]]:
+    """side -> (number of distributions with max > threshold, number of distributions), each a 0-dim
+    tensor on the distributions' device (never read on the host here: no synchronisation in a step),
+    for each side that has bindings.
 
     role_attn: name -> ``T x B x H x N_r``; names under ``encoder.`` are the encoder's and are
     masked with ``src_mask`` (``B x S``, True = real token), the others are the decoder's and are
     masked with ``tgt_mask`` (``B x T``)."""
-    counts = {side: [0, 0] for side in SIDES}
+    counts = {}
     for name, attn in role_attn.items():
         side = "encoder" if name.startswith("encoder.") else "decoder"
         mask = (src_mask if side == "encoder" else tgt_mask).t().unsqueeze(-1)  # T x B x 1
         peaked = attn.max(dim=-1).values > threshold  # T x B x H
-        counts[side][0] += (peaked & mask).sum().item()
-        counts[side][1] += mask.sum().item() * attn.size(2)
-    return {side: (n, total) for side, (n, total) in counts.items()}
+        n, total = (peaked & mask).sum(), mask.sum() * attn.size(2)
+        counts[side] = (n, total) if side not in counts else (counts[side][0] + n, counts[side][1] + total)
+    return {side: counts[side] for side in SIDES if side in counts}
 
 
-def pooled(counts: Dict[str, Tuple[int, int]]) -> Tuple[int, int]:
+def pooled(counts: Dict[str, Tuple[Tensor, Tensor]]) -> Tuple[Tensor, Tensor]:
     """A :func:`role_onehot_counts_by_side` result summed over the sides."""
     return sum(n for n, _ in counts.values()), sum(total for _, total in counts.values())
 
 
-def role_onehot_counts(role_attn, src_mask, tgt_mask, threshold: float) -> Tuple[int, int]:
+def role_onehot_counts(role_attn, src_mask, tgt_mask, threshold: float) -> Tuple[Tensor, Tensor]:
     """:func:`role_onehot_counts_by_side` over both sides."""
     return pooled(role_onehot_counts_by_side(role_attn, src_mask, tgt_mask, threshold))
 
 
-def add_counts(a: Dict[str, Tuple[int, int]], b: Dict[str, Tuple[int, int]]) -> Dict[str, Tuple[int, int]]:
-    """The side-wise sum of two :func:`role_onehot_counts_by_side` results."""
-    return {side: (a[side][0] + b[side][0], a[side][1] + b[side][1]) for side in SIDES}
+def add_counts(a: Dict[str, Tuple[Tensor, Tensor]], b: Dict[str, Tuple[Tensor, Tensor]]) -> Dict[str, Tuple[Tensor, Tensor]]:
+    """The side-wise sum of two :func:`role_onehot_counts_by_side` results (a side either has)."""
+    return {side: (a[side][0] + b[side][0], a[side][1] + b[side][1]) if side in a and side in b else
+            a.get(side, b.get(side)) for side in SIDES if side in a or side in b}
+
+
+def log_role_onehot(logging_outputs, suffixes=("",)) -> None:
+    """Log ``role_onehot{suffix}`` = summed ``role_onehot_n{suffix}`` / summed ``role_dists{suffix}`` over
+    the logging window, for every suffix some logging output has. The counts stay tensors: they are
+    summed into hidden meters (``_role_onehot_n``, ``_role_dists``) and divided only when the value is
+    printed (fairseq's ``log_derived``), so a training step never waits for the device to read them."""
+    for suffix in suffixes:
+        if not any(f"role_dists{suffix}" in log for log in logging_outputs):
+            continue
+        n_key, total_key = f"_role_onehot_n{suffix}", f"_role_dists{suffix}"
+        metrics.log_scalar_sum(n_key, sum(log.get(f"role_onehot_n{suffix}", 0) for log in logging_outputs))
+        metrics.log_scalar_sum(total_key, sum(log.get(f"role_dists{suffix}", 0) for log in logging_outputs))
+        metrics.log_derived(f"role_onehot{suffix}", functools.partial(_share, n_key, total_key))
+
+
+def _share(n_key: str, total_key: str, meters) -> Tensor:
+    """``n / total`` of two summed meters, rounded to 4 places as fairseq rounds its logged values, as a
+    float64 tensor: fairseq's trainer evaluates every meter after each step, and reading it here would
+    wait for the device; fairseq's log prints it as a number."""
+    n, total = meters[n_key].sum, meters[total_key].sum
+    return torch.round(n.double() / total.double(), decimals=4)
 
 
 @register_criterion("label_smoothed_cross_entropy_with_roles", dataclass=LabelSmoothedCrossEntropyWithRolesConfig)
@@ -163,8 +189,4 @@ class LabelSmoothedCrossEntropyWithRolesCriterion(LabelSmoothedCrossEntropyCrite
     @classmethod
     def reduce_metrics(cls, logging_outputs) -> None:
         super().reduce_metrics(logging_outputs)
-        for suffix in ("", "_encoder", "_decoder"):
-            total = sum(log.get(f"role_dists{suffix}", 0) for log in logging_outputs)
-            if total > 0:
-                onehot = sum(log.get(f"role_onehot_n{suffix}", 0) for log in logging_outputs)
-                metrics.log_scalar(f"role_onehot{suffix}", onehot / total, total, round=4)
+        log_role_onehot(logging_outputs, ("", "_encoder", "_decoder"))
