@@ -716,9 +716,15 @@ def write_record(args, env, result, summary):
     per_call = args.gen_batch * args.gen_len if lm else args.gen_batch
     loads = [f for key in ("train_rounds", "gen_rounds") for rd in result[key] for _, f, _ in rd.values()
              if f is not None]
+    try:  # the code measured
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or None
+    except OSError:
+        commit = None
     record = {
         "kind": "throughput-paired",
         "date": time.strftime("%Y-%m-%d"),
+        "commit": commit,
         "command": "OMP_NUM_THREADS=%s python benchmarks/throughput.py %s" % (
             os.environ.get("OMP_NUM_THREADS", "(unset)"), " ".join(sys.argv[1:])),
         "env": env,

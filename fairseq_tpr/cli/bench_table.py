@@ -91,6 +91,7 @@ def sources(runs) -> str:
         load = "" if load is None else f"; other processes used {load:.2f} cores on average"
         rounds = f"{s['steps']} training / {s['gen_batches']} generation rounds"
         when = f"{run['date']}, " if "date" in run else ""
+        when += f"commit {run['commit']}, " if run.get("commit") else ""
         cmd = f"; `{run['command']}`" if "command" in run else ""
         flagged = {}  # arch name -> its flags (the + flags of the table), once
         for arch in (r[k] for r in run["ratios"] for k in ("tp", "baseline")):

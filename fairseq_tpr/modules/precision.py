@@ -8,7 +8,12 @@ from torch import Tensor
 
 
 def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
-    """fp32 for half precision, otherwise ``dtype`` itself (fp32 or fp64)."""
+    """fp32 for half precision, otherwise ``dtype`` itself (fp32 or fp64). Decided in Python for the
+    floating dtypes (``torch.promote_types`` is an op the dispatcher counts, once per call)."""
+    if dtype in (torch.float32, torch.float64):
+        return dtype
+    if dtype in (torch.float16, torch.bfloat16):
+        return torch.float32
     return torch.promote_types(dtype, torch.float32)
 
 

@@ -31,10 +31,14 @@ path publishes only ``role_attn``; when a listener wants the roles, fillers or T
 capture), the binding runs the eager ops.
 
 Speed (same values, see docs/benchmarks.md): the H scorers are one ``d_m -> H * N_r``
-projection (applied with ``linear`` on its weight, so forward hooks on ``role_scorer`` itself
-do not fire) and Eq. 5 is one ``(T B H) x N_r`` by ``N_r x d_r`` product for all heads; in
-incremental decoding r_hat (Eq. 4) is computed once per decoding run and kept in the
-incremental state (it does not depend on the batch, so beam reordering leaves it alone).
+projection (applied as a product with its weight, so forward hooks on ``role_scorer`` itself
+do not fire) and Eq. 5 is one ``(T B H) x N_r`` by ``N_r x d_r`` product for all heads. In
+training (gradients on, no incremental state) Eq. 4-6 run as one autograd Function,
+:class:`RoleBindingFunction`, whose backward is written out in the fewest ops (a training step
+is bound by the ops the host issues on a GPU, ``benchmarks/train_profile.py`` counts them); without
+gradients (validation, decoding) the same forward ops run without it, and in incremental decoding
+r_hat (Eq. 4) is computed once per decoding run and kept in the incremental state (it does not
+depend on the batch, so beam reordering leaves it alone).
 """
 import importlib.util
 import os
@@ -44,7 +48,6 @@ from typing import Dict, Optional, Tuple
 import torch
 from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor, nn
-from torch.nn.functional import linear
 
 from ..errors import ConfigError
 from . import taps
@@ -81,6 +84,167 @@ def role_softmax(logits: Tensor) -> Tensor:
     if logits.size(-1) < _CPU_SOFTMAX_MIN_VECTOR and logits.device.type == "cpu":
         return torch.softmax(logits.t(), dim=0).t()
     return torch.softmax(logits, dim=-1)
+
+
+def role_softmax_backward(grad: Tensor, p: Tensor) -> Tensor:
+    """The gradient of the logits of :func:`role_softmax`, ``p * (grad - <grad, p>)`` row by row, from
+    its output p, on the layout the forward used (``rows x N_r`` or its transpose)."""
+    if p.stride(0) == 1 and p.size(-1) > 1:  # the transposed layout of role_softmax
+        return torch._softmax_backward_data(grad.t(), p.t(), 0, p.dtype).t()
+    return torch._softmax_backward_data(grad, p, 1, p.dtype)
+
+
+def normalize_roles(roles: Tensor, dtype: torch.dtype) -> Tuple[Tensor, Tensor]:
+    """Eq. 4 as ``F.normalize`` computes it (without its ``expand_as``): ``(r_hat, d)`` with
+    ``d = max(||r_n||_2, 1e-12)`` (``N_r x 1``) and ``r_hat = r / d`` (``N_r x d_r``), in ``dtype``."""
+    roles = roles if roles.dtype == dtype else roles.to(dtype)
+    denom = torch.linalg.vector_norm(roles, dim=-1, keepdim=True).clamp_min(1e-12)
+    return roles / denom, denom
+
+
+def token_steps(x: Tensor) -> Optional[Tuple[int, int]]:
+    """The row distance of one step in t and in b when the tokens of x (``T x B x C``) are dense rows in
+    memory (``(B, 1)`` time-major, ``(1, T)`` batch-major), else None; from the strides alone."""
+    T, B, C = x.shape
+    t, b, c = x.stride()
+    if c != 1 and C > 1:
+        return None
+    if (B == 1 or b == C) and (T == 1 or t == B * C):
+        return B, 1
+    if (T == 1 or t == C) and (B == 1 or b == T * C):
+        return 1, T
+    return None
+
+
+def token_rows(x: Tensor, width: Optional[int] = None) -> Tuple[Tensor, Tuple[int, int]]:
+    """``(rows, (s_t, s_b))``: the T*B tokens of x (``T x B x C``) as ``(T B) x C`` rows in the order they
+    lie in memory, and the row distance of one step in t and in b. A view when the tokens are dense, as
+    fairseq keeps them (time-major in the decoder and the attention outputs, batch-major in the encoder's
+    residual stream, a transpose of its batch-first embeddings); otherwise a time-major copy. One op
+    either way, never a reordering copy (``x.reshape`` would copy a batch-major x). ``width`` (a divisor
+    of C): rows of that many values instead, each token's C values in turn."""
+    T, B, C = x.shape
+    width = width or C
+    steps = token_steps(x)
+    if steps is None:
+        return x.contiguous().view(-1, width), (B, 1)
+    return x.as_strided((T * B * C // width, width), (width, 1)), steps
+
+
+def rows_in_order(x: Tensor, steps: Tuple[int, int], width: Optional[int] = None) -> Tensor:
+    """x's tokens (``T x B x C``) as rows (:func:`token_rows`, ``width``) in the order ``steps`` of another
+    tensor's :func:`token_rows`: a view when x lies in that order (one op), else a copy into it."""
+    rows, own = token_rows(x, width)
+    if own == steps:
+        return rows
+    T, B, C = x.shape
+    rows = x.new_empty(T * B, C)
+    token_view(rows, steps, T, B).copy_(x)
+    return rows.view(-1, width or C)
+
+
+def token_view(rows: Tensor, steps: Tuple[int, int], T: int, B: int) -> Tensor:
+    """``rows`` (contiguous, the T*B tokens in the order of :func:`token_rows`, each C consecutive values)
+    as a ``T x B x C`` view."""
+    C = rows.numel() // (T * B)
+    return rows.as_strided((T, B, C), (steps[0] * C, steps[1] * C, 1))
+
+
+def head_view(rows: Tensor, steps: Tuple[int, int], T: int, B: int, heads: int) -> Tensor:
+    """``rows`` (``(T B heads) x w``, any strides: each token's ``heads`` rows in turn, tokens in the order of
+    :func:`token_rows`) as a ``T x B x heads x w`` view."""
+    row, col = rows.stride()
+    return rows.as_strided((T, B, heads, rows.size(1)), (steps[0] * heads * row, steps[1] * heads * row, row, col))
+
+
+def bind(x: Tensor, weight: Tensor, bias: Optional[Tensor], roles_hat: Tensor, heads: int, temperature: float):
+    """Eq. 5-6 forward: ``(TPR(F) = R * F + F, p, R, R_F, x_rows, steps)``, TPR and ``R_F`` (R in x's dtype)
+    ``T x B x d_m`` laid out as x; the role distributions p ``(T B H) x N_r`` and R ``(T B H) x d_r`` in
+    the accumulation dtype, with x's tokens as rows in memory order (:func:`token_rows`: ``x_rows``, ``steps``;
+    :func:`head_view` makes p ``T x B x H x N_r``).
+
+    x: F, ``T x B x d_m``; weight: the H scorers stacked, ``(H N_r) x d_m`` (bias ``H N_r`` or None);
+    roles_hat: r_hat in the accumulation dtype (fp32 under fp16/bf16, else x's). Logits are x's dtype,
+    divided by ``temperature``, then the softmax and Eq. 5 run in the accumulation dtype."""
+    T, B, C = x.shape
+    acc = roles_hat.dtype
+    num_roles = weight.size(0) // heads
+    x_rows, steps = token_rows(x)
+    logits = torch.mm(x_rows, weight.t()) if bias is None else torch.addmm(bias, x_rows, weight.t())
+    logits = logits.view(-1, num_roles)  # (T B H) x N_r, tokens in memory order
+    if temperature != 1.0:
+        logits = logits / temperature
+    p = role_softmax(logits if logits.dtype == acc else logits.to(acc))  # (Eq. 5)
+    R = torch.mm(p, roles_hat)  # (T B H) x d_r = the tokens' [R_1 .. R_H]                       (Eq. 5)
+    R_F = token_view(R if acc == x.dtype else R.to(x.dtype), steps, T, B)
+    tpr = torch.addcmul(x, R_F, x)  # Eq. 6: R * F + F
+    return tpr, p, R, R_F, x_rows, steps
+
+
+class RoleBindingFunction(torch.autograd.Function):
+    """Eq. 4-6 with their backward written out: ``apply(x, weight, bias, roles, heads, temperature)``
+    -> ``(TPR(F): T x B x d_m, p: T x B x H x N_r, R: (T B H) x d_r)``, the values of :func:`bind` on
+    :func:`normalize_roles`. R is published for analysis and takes no gradient.
+
+    With upstream gradients g (of TPR) and g_p (of p, usually none), ``s`` the logits:
+
+        g_x     = g * (1 + R) + g_s W          g_R     = g * F  (per head: (T B H) x d_r)
+        g_s     = softmax'(g_R r_hat^T + g_p) / tau             g_W = g_s^T F,  g_b = sum_tokens g_s
+        g_r_hat = p^T g_R                      g_r     = (g_r_hat - r_hat <g_r_hat, r_hat>) / d  (Eq. 4; where
+                                                         ||r_n|| <= 1e-12, r_hat = r / 1e-12 and g_r = g_r_hat / d)
+
+    in the dtypes the eager ops use (products and softmax' in the accumulation dtype, the scorer's
+    gradients in x's). Tokens are rows in the memory order of x throughout (no reordering copies)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, roles, heads: int, temperature: float):
+        roles_hat, denom = normalize_roles(roles, accumulation_dtype(x.dtype))
+        tpr, p, R, R_F, x_rows, steps = bind(x, weight, bias, roles_hat, heads, temperature)
+        ctx.set_materialize_grads(False)
+        ctx.mark_non_differentiable(R)
+        ctx.temperature, ctx.has_bias, ctx.roles_dtype, ctx.steps = temperature, bias is not None, roles.dtype, steps
+        ctx.save_for_backward(x, x_rows, weight, p, roles_hat, denom, R_F)
+        return tpr, head_view(p, steps, *x.shape[:2], heads), R
+
+    @staticmethod
+    def backward(ctx, g, g_p, _g_R):
+        x, x_rows, weight, p, roles_hat, denom, R_F = ctx.saved_tensors
+        acc = roles_hat.dtype
+        T, B, C = x.shape
+        n_rows, num_roles = p.shape
+        g_x = g_R = None
+        if g is not None:
+            g_x = torch.addcmul(g, g, R_F)  # g * (1 + R), laid out as g
+            g_R = rows_in_order(torch.mul(x, g), ctx.steps, width=roles_hat.size(1))  # the rows of p, per head
+            g_R = g_R if g_R.dtype == acc else g_R.to(acc)
+        if g_p is not None:  # p's gradient as p's rows (a loss on the role distributions; none of this package's)
+            rows = p.new_empty(n_rows, num_roles)
+            head_view(rows, ctx.steps, T, B, n_rows // (T * B)).copy_(g_p)
+            g_p = rows
+        if g_R is not None:
+            g_p = torch.mm(g_R, roles_hat.t()) if g_p is None else torch.addmm(g_p, g_R, roles_hat.t())
+        if g_p is None:
+            return None, None, None, None, None, None
+        g_s = role_softmax_backward(g_p, p)  # (T B H) x N_r, accumulation dtype
+        g_s = g_s if g_s.dtype == x.dtype else g_s.to(x.dtype)
+        if ctx.temperature != 1.0:
+            g_s = g_s / ctx.temperature
+        g_s = g_s.reshape(T * B, -1)  # (T B) x (H N_r); a copy only after the transposed softmax (CPU, N_r < 16)
+        rows, order = token_rows(g_x) if g_x is not None else (None, None)
+        if order == ctx.steps:  # the same rows: g_s W added in place
+            rows.addmm_(g_s, weight)
+        else:
+            g_sW = token_view(torch.mm(g_s, weight), ctx.steps, T, B)
+            g_x = g_sW if g_x is None else g_x.add_(g_sW)
+        g_W = torch.mm(g_s.t(), x_rows)
+        g_b = g_s.sum(0) if ctx.has_bias else None
+        g_r = None
+        if g_R is not None:  # Eq. 4's backward, F.normalize's: no radial component, rows at the clamp pass through
+            g_rhat = torch.mm(p.t(), g_R)  # N_r x d_r
+            radial = (g_rhat * roles_hat).sum(-1, keepdim=True) * (denom > 1e-12)
+            g_r = torch.addcmul(g_rhat, roles_hat, radial, value=-1).div_(denom)
+            g_r = g_r if g_r.dtype == ctx.roles_dtype else g_r.to(ctx.roles_dtype)
+        return g_x, g_W, g_b, g_r, None, None
 
 
 @with_incremental_state
@@ -134,8 +298,7 @@ class DiscreteRoleBinding(nn.Module):
         cached = None if incremental_state is None else self.get_incremental_state(incremental_state, "roles_hat")
         roles_hat = None if cached is None else cached["roles_hat"]
         if roles_hat is None or roles_hat.dtype != dtype:
-            roles = self.roles if self.roles.dtype == dtype else self.roles.to(dtype)
-            roles_hat = roles / torch.linalg.vector_norm(roles, dim=-1, keepdim=True).clamp_min(1e-12)
+            roles_hat, _ = normalize_roles(self.roles, dtype)
             if incremental_state is not None:
                 self.set_incremental_state(incremental_state, "roles_hat", {"roles_hat": roles_hat})
         return roles_hat
@@ -163,28 +326,28 @@ class DiscreteRoleBinding(nn.Module):
         T, B, C = x.shape
         H, N_r = self.num_heads, self.num_roles
         acc = accumulation_dtype(x.dtype)  # fp32 under fp16/bf16, else x's own dtype
-        roles_hat = self.normalized_roles(acc, incremental_state)  # N_r x d_r              (Eq. 4)
+        weight, bias = self.role_scorer.weight, self.role_scorer.bias
         if self.runs_kernels(x) and not taps.wanted(self, "filler", "role", "tpr"):
             from .role_kernels import fused_role_binding  # imports Triton: only here
 
-            tpr, role_attn = fused_role_binding(x.reshape(T * B, C), self.role_scorer.weight, self.role_scorer.bias,
-                                                roles_hat, self.temperature, H)  # Eq. 5-6
+            roles_hat = self.normalized_roles(acc, incremental_state)  # N_r x d_r          (Eq. 4)
+            tpr, role_attn = fused_role_binding(x.reshape(T * B, C), weight, bias, roles_hat, self.temperature,
+                                                H)  # Eq. 5-6
             tpr, role_attn = tpr.view(T, B, C), role_attn.view(T, B, H, N_r)
             if taps.wanted(self):
                 taps.publish(self, role_attn=role_attn)
             return tpr, role_attn
-        # F W_r^h, all heads: (T B H) x N_r; linear() on the weight is what role_scorer's forward computes,
-        # without nn.Module.__call__ (~2.5 us a call, a seventh of a tiny binding's decoding step)
-        logits = linear(x.reshape(T * B, C), self.role_scorer.weight, self.role_scorer.bias).view(T * B * H, N_r)
-        if self.temperature != 1.0:
-            logits = logits / self.temperature
-        role_attn = role_softmax(logits if logits.dtype == acc else logits.to(acc))  # (T B H) x N_r  (Eq. 5)
-        R = torch.mm(role_attn, roles_hat)  # (T B H) x d_r = T x B x [R_1 .. R_H]            (Eq. 5)
-        R_F = R.view(T, B, C) if acc == x.dtype else R.view(T, B, C).to(x.dtype)
-        tpr = torch.addcmul(x, R_F, x)  # Eq. 6: R * F + F
-        role_attn = role_attn.view(T, B, H, N_r)
-        if taps.wanted(self):
-            taps.publish(self, filler=x, role=R.view(T, B, H, self.role_dim), role_attn=role_attn, tpr=tpr)
+        if torch.is_grad_enabled() and incremental_state is None:  # training: one Function, its backward written out
+            tpr, role_attn, R = RoleBindingFunction.apply(x, weight, bias, self.roles, H, self.temperature)
+            steps = token_steps(x) or (B, 1)  # the order of R's rows (a copied x is time-major)
+        else:  # validation and decoding: the same forward ops; r_hat kept across decoding steps
+            tpr, role_attn, R, _, _, steps = bind(x, weight, bias, self.normalized_roles(acc, incremental_state), H,
+                                                  self.temperature)
+            role_attn = head_view(role_attn, steps, T, B, H)
+        if taps.wanted(self, "filler", "role", "tpr"):
+            taps.publish(self, filler=x, role=head_view(R, steps, T, B, H), role_attn=role_attn, tpr=tpr)
+        elif taps.wanted(self):
+            taps.publish(self, role_attn=role_attn)
         return tpr, role_attn
 
     def extra_repr(self) -> str:
