@@ -20,7 +20,7 @@ import torch  # does not import Triton
 if torch.cuda.is_available():  # there tests/test_cuda.py checks the compiled kernels; keep Triton compiled
     pytest.skip("the interpreter's tests run where there is no GPU", allow_module_level=True)
 # before Triton is imported: its kernels then run on the CPU (for the rest of this test process, where
-# nothing else runs them: --role-kernel auto uses them on CUDA only)
+# nothing else runs them: --role-kernel auto uses them only on a GPU where they were measured faster)
 os.environ["TRITON_INTERPRET"] = "1"
 pytest.importorskip("triton")
 if "fairseq_tpr.modules.role_kernels" in sys.modules:  # imported compiled by an earlier test

@@ -34,9 +34,10 @@ def add_role_study_args(parser, context: str = "") -> None:
                         help=f"{context}the role dictionary's initialisation: normal (default, N(0, 1)) or xavier "
                              "(Xavier uniform with gain 1.414, as the authors' code)")
     parser.add_argument("--role-kernel", choices=KERNELS,
-                        help=f"{context}auto (default): Eq. 5-6 as fused Triton kernels on a CUDA GPU, torch ops "
-                             "elsewhere; eager: always the torch ops; triton: always the kernels (CPU only under "
-                             "TRITON_INTERPRET=1)")
+                        help=f"{context}auto (default): Eq. 5-6 as fused Triton kernels where a GPU run measured "
+                             "them faster (modules/role_dictionary.py FUSED_MEASURED_FASTER: none yet), torch ops "
+                             "elsewhere; eager: always the torch ops; triton: always the kernels on a CUDA GPU (CPU "
+                             "only under TRITON_INTERPRET=1)")
 
 
 # fairseq options that only fairseq's own cell forward honours (the role cells write their own)

@@ -23,10 +23,11 @@ its distributions are *returned* (never stored on the module) for analysis and f
 listeners of :mod:`.taps` (the models' ``extra["role_attn"]``, the analysis capture).
 
 Kernels (``kernel``, the model option ``--role-kernel``): ``auto`` (the default) runs Eq. 5-6 as
-the fused Triton kernels of :mod:`.role_kernels` on a CUDA GPU when Triton is installed (fp32,
-fp16, bf16) and the eager torch ops below everywhere else; ``eager`` always the torch ops;
-``triton`` always the kernels (on the CPU only under ``TRITON_INTERPRET=1``, Triton's interpreter,
-for tests; float64 only there). Both give the same values to fp32 rounding (``tests/test_role_kernels.py``). The fused
+the fused Triton kernels of :mod:`.role_kernels` only in the (device, dtype) cases of
+:data:`FUSED_MEASURED_FASTER`, where a GPU run measured them faster than the eager ops in the same
+process, and the eager torch ops below everywhere else (today: everywhere, docs/benchmarks.md);
+``eager`` always the torch ops; ``triton`` always the kernels (on the CPU only under
+``TRITON_INTERPRET=1``, Triton's interpreter, for tests; float64 only there). Both give the same values to fp32 rounding (``tests/test_role_kernels.py``). The fused
 path publishes only ``role_attn``; when a listener wants the roles, fillers or TPRs (the analysis
 capture), the binding runs the eager ops.
 
@@ -54,6 +55,14 @@ from . import taps
 from .precision import accumulation_dtype
 
 KERNELS = ("auto", "eager", "triton")
+
+# (device type, dtype) where --role-kernel auto runs the fused kernels: only where a GPU run measured them
+# faster than the eager ops, forward + backward in the same process (benchmarks/binding_vs_linear.py, run by
+# scripts/gpu_check.sh; records in docs/img/bench/). None yet: the one measurement (H200, 28 Nov 2026,
+# docs/img/bench/gpu_h200_2026-11-28.json) had them slower in fp32 and faster in bf16, but against the
+# eager ops before RoleBindingFunction, which dispatch 55 ops per binding where it dispatches 35; fp16 was
+# not measured.
+FUSED_MEASURED_FASTER = frozenset()
 
 
 @lru_cache(maxsize=None)
@@ -307,8 +316,9 @@ class DiscreteRoleBinding(nn.Module):
         """Whether this call runs the Triton kernels (``kernel``, module docstring). ``--role-kernel triton``
         where they cannot run (no Triton, no CUDA, float64 on a GPU) is a ConfigError, not a silent eager
         fallback."""
-        if self.kernel != "triton":  # auto: CUDA only (one attribute test on the CPU path); eager: never
-            return self.kernel == "auto" and x.is_cuda and x.dtype != torch.float64 and _triton_installed()
+        if self.kernel != "triton":  # auto: where measured faster (one attribute test on the CPU path); eager: never
+            return (self.kernel == "auto" and x.is_cuda and (x.device.type, x.dtype) in FUSED_MEASURED_FASTER
+                    and _triton_installed())
         if not triton_runs_on(x.device):
             raise ConfigError(
                 f"--role-kernel triton needs Triton and a CUDA GPU (or TRITON_INTERPRET=1 on the CPU, for tests); "
