@@ -1,7 +1,9 @@
 #!/usr/bin/env python
 """Forward + backward of one discrete role binding (Eq. 4-6) at the paper's shapes against one
 d x d ``nn.Linear`` on the same tokens: milliseconds per call, the binding eager and (on a GPU with
-Triton) fused, fp32 and bf16. Issue 35's target: the fused binding no slower than the Linear.
+Triton) fused, fp32, bf16 and fp16. Which is faster in the same process decides where ``--role-kernel auto``
+runs the kernels (``FUSED_MEASURED_FASTER`` in ``fairseq_tpr/modules/role_dictionary.py``). The JSON is
+rewritten after every dtype.
 
     python benchmarks/binding_vs_linear.py --device cuda --json out.json
     python benchmarks/binding_vs_linear.py --tokens 64 16 --dtypes fp32        # a CPU dry run
@@ -46,7 +48,7 @@ def main(argv=None):
     p.add_argument("--dim", type=int, default=512)
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--num-roles", type=int, default=50)
-    p.add_argument("--dtypes", nargs="+", default=["fp32", "bf16"], choices=sorted(DTYPES))
+    p.add_argument("--dtypes", nargs="+", default=["fp32", "bf16", "fp16"], choices=sorted(DTYPES))
     p.add_argument("--repeats", type=int, default=50)
     p.add_argument("--json")
     args = p.parse_args(argv)
@@ -79,11 +81,11 @@ def main(argv=None):
         rows.append(row)
         print(f"{name}: Linear {row['linear_ms']:.3f} ms | binding eager {row['binding_eager_ms']:.3f} ms"
               + (f" | fused {row['binding_fused_ms']:.3f} ms" if "binding_fused_ms" in row else ""), flush=True)
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump({"device": str(device), "torch": torch.__version__, "shape": vars(args), "rows": rows}, f,
-                      indent=2)
+        if args.json:
+            os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+            with open(args.json, "w") as f:
+                json.dump({"device": str(device), "torch": torch.__version__, "shape": vars(args), "rows": rows}, f,
+                          indent=2)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ as under ``--user-dir``) and calls ``trainer.train_step`` on the batches of fair
 Data: ``--data DIR`` trains on a binarized translation data-bin (``--task translation``, e.g.
 ``runs/debian/en-de/data-bin``, ``--max-tokens``); without it fairseq's ``dummy_mt`` task (the same
 ``--src-len`` x ``--tgt-len`` sentence pair, ``--dict-size`` symbols, ``--max-tokens`` a batch).
+On the CPU ``--precisions bf16`` counts the ops of fairseq's bf16 step (the model cast, ``FP16Optimizer``
+with per-parameter fp32 master weights); ``fp16`` needs a GPU (fairseq keeps its flat fp32 copy there).
 The JSON (``--json``) is rewritten after every configuration, so a cut run keeps what it measured.
 
     python benchmarks/train_profile.py --json ops.json                                   # CPU: op counts, paper size
@@ -30,6 +32,7 @@ The JSON (``--json``) is rewritten after every configuration, so a cut run keeps
 """
 import argparse
 import collections
+import importlib.util
 import json
 import os
 import sys
@@ -88,6 +91,8 @@ def build_trainer(args, arch, precision):
         + list(args.extra)
     parser = options.get_training_parser()
     cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(parser, flags))
+    if precision == "bf16" and importlib.util.find_spec("torch_xla") is None:
+        cfg.common.tpu = False  # fairseq's --bf16 implies --tpu; fairseq-train gets the same from fairseq_fixes.precision
     task = tasks.setup_task(cfg.task)
     task.load_dataset("train", combine=False, epoch=1)
     model = task.build_model(cfg.model)
