@@ -173,10 +173,19 @@ def profile_updates(trainer, batches, top, cuda):
 
 
 def environment(args):
+    import subprocess
+
     import fairseq
     import torch
 
-    return {"torch": torch.__version__, "fairseq": fairseq.__version__, "device": args.device,
+    import fairseq_tpr
+
+    try:  # the commit of the fairseq_tpr code measured (its own checkout, which may be another worktree)
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=os.path.dirname(os.path.abspath(fairseq_tpr.__file__))).stdout.strip() or None
+    except OSError:
+        commit = None
+    return {"torch": torch.__version__, "fairseq": fairseq.__version__, "commit": commit, "device": args.device,
             "gpu": torch.cuda.get_device_name(0) if args.device == "cuda" else None,
             "threads": torch.get_num_threads(), "date": time.strftime("%Y-%m-%d"),
             "command": "python benchmarks/train_profile.py " + " ".join(sys.argv[1:])}

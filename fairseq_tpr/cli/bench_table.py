@@ -1,6 +1,7 @@
 """The speed tables of docs/benchmarks.md, printed from the committed records of paired benchmark runs.
 
     fairseq-tpr-bench-table RECORD[:KEY] ... [--models]
+    fairseq-tpr-bench-table --ops RECORD ...
 
 A RECORD is what ``benchmarks/throughput.py --paired --record PATH`` writes (docs/img/bench/): the
 command, the settings, the environment, every model's throughput and every ratio TP / matched
@@ -14,6 +15,11 @@ per-round ratio [lowest-highest round]. On a CPU with one torch thread the ratio
 time per unit (which leaves out the waits for a core on a shared machine), elsewhere of the wall time:
 the record says which (``verdict_basis``). Under the table, each record's date, command and versions.
 ``--models`` adds each model's throughput (records of ``--record`` only: they keep it).
+
+``--ops`` reads records of ``benchmarks/train_profile.py --json`` instead: per arch and precision the ops
+fairseq's Trainer dispatches per update (forward, backward, their sum and its ratio to the first arch of
+the record in that precision, the optimizer's), the host synchronisations among them, and, where the
+record has a profile, the wall, host and GPU milliseconds and kernel launches per update.
 """
 import json
 import sys
@@ -82,6 +88,46 @@ def model_table(runs) -> str:
     return "\n".join(lines)
 
 
+def ops_table(records) -> str:
+    lines = ["| arch | precision | param tensors | forward | backward | forward + backward | ratio | optimizer "
+             "| host syncs (fwd / bwd / opt) | wall / host / GPU ms, launches |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
+    for name, rec in records:
+        runs = rec["runs"]
+        first = {}
+        for key, run in runs.items():
+            arch, precision = key.rsplit(" ", 1)
+            ops = run.get("ops")
+            if ops is None:
+                raise ValueError(f"{name}: {key} has no op counts (train_profile.py --count-updates 0?)")
+            fb = ops["forward"]["total"] + ops["backward"]["total"]
+            first.setdefault(precision, fb)
+            syncs = " / ".join(f"{ops[ph].get('host_syncs', float('nan')):.0f}" for ph in ("forward", "backward",
+                                                                                          "optimizer"))
+            prof = run.get("profile")
+            timing = "-" if not prof else (
+                f"{min(prof['wall_ms']):.1f} / {min(prof['host_ms']):.1f} / "
+                + ("-" if prof.get("gpu_busy_ms") is None else f"{prof['gpu_busy_ms']:.1f}")
+                + ("" if prof.get("kernel_launches") is None else f", {prof['kernel_launches']:.0f}"))
+            lines.append(f"| `{arch}` | {precision} | {run['param_tensors']} | {ops['forward']['total']:,.0f} | "
+                         f"{ops['backward']['total']:,.0f} | {fb:,.0f} | {fb / first[precision]:.3f} | "
+                         f"{ops['optimizer']['total']:,.0f} | {syncs} | {timing} |")
+    return "\n".join(lines)
+
+
+def ops_sources(records) -> str:
+    out = []
+    for name, rec in records:
+        env, st = rec["env"], rec["settings"]
+        data = st.get("data") or f"fairseq's dummy_mt ({st['src_len']} x {st['tgt_len']} tokens a sentence)"
+        code = f"commit {env['commit']}, " if env.get("commit") else ""
+        out.append(f"- `{name}`: {env['date']}, {code}{env.get('gpu') or env['device']}, torch {env['torch']}, fairseq "
+                   f"{env['fairseq']}, criterion {st.get('criterion', 'label_smoothed_cross_entropy')}, "
+                   f"--max-tokens {st['max_tokens']} on {data}, ops of {st['count_updates']} update(s) after "
+                   f"{st['warmup']}; `{env['command']}`")
+    return "\n".join(out)
+
+
 def sources(runs) -> str:
     out = []
     for name, run in runs:
@@ -108,7 +154,17 @@ def main(argv=None):
     p = doc_parser(__doc__, prog="fairseq-tpr-bench-table")
     p.add_argument("records", nargs="+", metavar="RECORD[:KEY]")
     p.add_argument("--models", action="store_true", help="also each model's throughput")
+    p.add_argument("--ops", action="store_true", help="records of benchmarks/train_profile.py: ops per update")
     args = p.parse_args(argv)
+    if args.ops:
+        try:
+            records = [(spec, json.loads(Path(spec).read_text(encoding="utf-8"))) for spec in args.records]
+            table = ops_table(records)
+        except (OSError, ValueError, KeyError) as e:
+            p.error(f"not a record of benchmarks/train_profile.py --json: {e}")
+        print(table)
+        print("\nRecords:\n" + ops_sources(records))
+        return 0
     try:
         runs = [load(spec) for spec in args.records]
         tables = [ratio_table(runs)] + ([model_table(runs)] if args.models else [])
