@@ -82,13 +82,18 @@ def role_onehot_counts_by_side(role_attn, src_mask, tgt_mask, threshold: float) 
     role_attn: name -> ``T x B x H x N_r``; names under ``encoder.`` are the encoder's and are
     masked with ``src_mask`` (``B x S``, True = real token), the others are the decoder's and are
     masked with ``tgt_mask`` (``B x T``)."""
-    counts = {}
+    by_side = {}
     for name, attn in role_attn.items():
-        side = "encoder" if name.startswith("encoder.") else "decoder"
+        by_side.setdefault("encoder" if name.startswith("encoder.") else "decoder", []).append(attn)
+    counts = {}
+    for side, attns in by_side.items():
         mask = (src_mask if side == "encoder" else tgt_mask).t().unsqueeze(-1)  # T x B x 1
-        peaked = attn.max(dim=-1).values > threshold  # T x B x H
-        n, total = (peaked & mask).sum(), mask.sum() * attn.size(2)
-        counts[side] = (n, total) if side not in counts else (counts[side][0] + n, counts[side][1] + total)
+        if all(a.shape == attns[0].shape for a in attns):  # one op each for all the side's bindings
+            peaked = torch.stack(attns).amax(dim=-1) > threshold  # bindings x T x B x H
+            counts[side] = (peaked & mask).sum(), mask.sum() * (peaked.size(0) * peaked.size(-1))
+        else:
+            peaked = [a.amax(dim=-1) > threshold for a in attns]  # T x B x H each
+            counts[side] = (sum((p & mask).sum() for p in peaked), mask.sum() * sum(p.size(-1) for p in peaked))
     return {side: counts[side] for side in SIDES if side in counts}
 
 
