@@ -49,6 +49,7 @@ from typing import Dict, Optional, Tuple
 import torch
 from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor, nn
+from torch.nn.functional import linear
 
 from ..errors import ConfigError
 from . import taps
@@ -134,6 +135,8 @@ def token_rows(x: Tensor, width: Optional[int] = None) -> Tuple[Tensor, Tuple[in
     of C): rows of that many values instead, each token's C values in turn."""
     T, B, C = x.shape
     width = width or C
+    if x.is_contiguous():  # time-major (fairseq's decoder, every decoding step): a plain view
+        return x.view(-1, width), (B, 1)
     steps = token_steps(x)
     if steps is None:
         return x.contiguous().view(-1, width), (B, 1)
@@ -155,6 +158,8 @@ def rows_in_order(x: Tensor, steps: Tuple[int, int], width: Optional[int] = None
 def token_view(rows: Tensor, steps: Tuple[int, int], T: int, B: int) -> Tensor:
     """``rows`` (contiguous, the T*B tokens in the order of :func:`token_rows`, each C consecutive values)
     as a ``T x B x C`` view."""
+    if steps[1] == 1:  # time-major: a plain view
+        return rows.view(T, B, -1)
     C = rows.numel() // (T * B)
     return rows.as_strided((T, B, C), (steps[0] * C, steps[1] * C, 1))
 
@@ -162,6 +167,8 @@ def token_view(rows: Tensor, steps: Tuple[int, int], T: int, B: int) -> Tensor:
 def head_view(rows: Tensor, steps: Tuple[int, int], T: int, B: int, heads: int) -> Tensor:
     """``rows`` (``(T B heads) x w``, any strides: each token's ``heads`` rows in turn, tokens in the order of
     :func:`token_rows`) as a ``T x B x heads x w`` view."""
+    if steps[1] == 1:  # time-major: a plain view (splits the rows, whatever their strides)
+        return rows.view(T, B, heads, -1)
     row, col = rows.stride()
     return rows.as_strided((T, B, heads, rows.size(1)), (steps[0] * heads * row, steps[1] * heads * row, row, col))
 
@@ -179,8 +186,7 @@ def bind(x: Tensor, weight: Tensor, bias: Optional[Tensor], roles_hat: Tensor, h
     acc = roles_hat.dtype
     num_roles = weight.size(0) // heads
     x_rows, steps = token_rows(x)
-    logits = torch.mm(x_rows, weight.t()) if bias is None else torch.addmm(bias, x_rows, weight.t())
-    logits = logits.view(-1, num_roles)  # (T B H) x N_r, tokens in memory order
+    logits = linear(x_rows, weight, bias).view(-1, num_roles)  # (T B H) x N_r, tokens in memory order
     if temperature != 1.0:
         logits = logits / temperature
     p = role_softmax(logits if logits.dtype == acc else logits.to(acc))  # (Eq. 5)
