@@ -95,3 +95,23 @@ def test_a_paired_run_writes_the_record_the_table_prints(tmp_path, run_cli, caps
     a = run_cli("python", ROOT / "benchmarks" / "throughput.py", "--size", "tiny", "--record", record,
                 cwd=ROOT, timeout=60)
     assert a.returncode == 2 and "--record writes the record of a --paired run" in a.stderr
+
+
+def test_ops_table_from_train_profile_records(tmp_path, capsys):
+    """``--ops``: forward + backward per arch and its ratio to the record's first arch in that precision."""
+    def run(fwd, bwd, opt):
+        return {"param_tensors": 3, "ops": {"forward": {"total": fwd, "host_syncs": 2},
+                                            "backward": {"total": bwd, "host_syncs": 0},
+                                            "optimizer": {"total": opt, "host_syncs": 1}}}
+    rec = {"env": {"date": "2026-11-28", "commit": "abc1234", "device": "cpu", "gpu": None, "torch": "2.13.0",
+                   "fairseq": "0.12.3", "command": "python benchmarks/train_profile.py"},
+           "settings": {"max_tokens": 640, "src_len": 40, "tgt_len": 40, "count_updates": 1, "warmup": 2,
+                        "data": None, "criterion": "label_smoothed_cross_entropy"},
+           "runs": {"base fp32": run(100, 200, 50), "tp fp32": run(130, 230, 60), "tp bf16": run(1, 1, 1)}}
+    path = tmp_path / "ops.json"
+    path.write_text(json.dumps(rec))
+    assert bench_table.main(["--ops", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "| ops | `tp` | fp32 | 3 | 130 | 230 | 360 | 1.200 | 60 | 2 / 0 / 1 | - |" in out
+    assert "| ops | `tp` | bf16 | 3 | 1 | 1 | 2 | 1.000 |" in out  # the first of its precision
+    assert "commit abc1234" in out

@@ -1,6 +1,7 @@
-"""The generated tables of docs/results.md are what their commands print from the committed records
-(``fairseq-tpr-doc-tables``, issue 37): the document as committed is unchanged by a rebuild, and a
-figure edited by hand inside a generated block is found."""
+"""The generated tables of docs/results.md and docs/benchmarks.md are what their commands print from the
+committed records (``fairseq-tpr-doc-tables``, issues 37 and 47): the documents as committed are unchanged
+by a rebuild, and a figure edited by hand inside a generated block is found."""
+import re
 from pathlib import Path
 
 import pytest
@@ -9,13 +10,32 @@ from fairseq_tpr.cli.doc_tables import BLOCK, main, module_of, regenerate
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "docs" / "results.md"
+BENCHMARKS = REPO / "docs" / "benchmarks.md"
 
 
-def test_every_generated_table_of_results_md_is_what_its_command_prints():
-    text = RESULTS.read_text(encoding="utf-8")
+@pytest.mark.parametrize("document", [RESULTS, BENCHMARKS], ids=lambda d: d.name)
+def test_every_generated_table_is_what_its_command_prints(document):
+    text = document.read_text(encoding="utf-8")
     assert len(BLOCK.findall(text)) >= 2
-    _, changed = regenerate(RESULTS)
-    assert changed == [], f"rebuild with: fairseq-tpr-doc-tables docs/results.md (blocks that differ: {changed})"
+    _, changed = regenerate(document)
+    assert changed == [], f"rebuild with: fairseq-tpr-doc-tables docs/{document.name} (blocks that differ: {changed})"
+
+
+def test_a_ratio_edited_by_hand_in_benchmarks_md_is_found(tmp_path):
+    """Every block of docs/benchmarks.md: its first ratio changed in the last digit is found."""
+    text = BENCHMARKS.read_text(encoding="utf-8")
+    blocks = list(BLOCK.finditer(text))
+    assert blocks
+    for block in blocks:
+        body = block.group("body")
+        figure = re.search(r"\| (\d\.\d{3})( \[| \|)", body)
+        assert figure, f"no ratio in the block of `{block.group('cmd')}`"
+        digit = figure.group(1)[-1]
+        edited = body[:figure.start(1)] + figure.group(1)[:-1] + ("1" if digit != "1" else "2") + body[figure.end(1):]
+        copy = tmp_path / "benchmarks.md"
+        copy.write_text(text[:block.start("body")] + edited + text[block.end("body"):], encoding="utf-8")
+        new, changed = regenerate(copy, root=REPO)
+        assert changed == [block.group("cmd")] and new == text
 
 
 def test_a_figure_edited_by_hand_is_found(tmp_path, capsys):

@@ -89,9 +89,9 @@ def model_table(runs) -> str:
 
 
 def ops_table(records) -> str:
-    lines = ["| arch | precision | param tensors | forward | backward | forward + backward | ratio | optimizer "
+    lines = ["| record | arch | precision | param tensors | forward | backward | forward + backward | ratio | optimizer "
              "| host syncs (fwd / bwd / opt) | wall / host / GPU ms, launches |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
     for name, rec in records:
         runs = rec["runs"]
         first = {}
@@ -109,7 +109,7 @@ def ops_table(records) -> str:
                 f"{min(prof['wall_ms']):.1f} / {min(prof['host_ms']):.1f} / "
                 + ("-" if prof.get("gpu_busy_ms") is None else f"{prof['gpu_busy_ms']:.1f}")
                 + ("" if prof.get("kernel_launches") is None else f", {prof['kernel_launches']:.0f}"))
-            lines.append(f"| `{arch}` | {precision} | {run['param_tensors']} | {ops['forward']['total']:,.0f} | "
+            lines.append(f"| {Path(name).stem} | `{arch}` | {precision} | {run['param_tensors']} | {ops['forward']['total']:,.0f} | "
                          f"{ops['backward']['total']:,.0f} | {fb:,.0f} | {fb / first[precision]:.3f} | "
                          f"{ops['optimizer']['total']:,.0f} | {syncs} | {timing} |")
     return "\n".join(lines)
