@@ -98,8 +98,15 @@ def build_trainer(args, arch, precision):
     model = task.build_model(cfg.model)
     criterion = task.build_criterion(cfg.criterion)
     trainer = Trainer(cfg, task, model, criterion)
-    itr = trainer.get_train_iterator(epoch=1, load_dataset=False).next_epoch_itr(shuffle=True)
-    return trainer, criterion, itr
+    return trainer, criterion, batches_of(trainer)
+
+
+def batches_of(trainer):
+    """fairseq's training batches, epoch after epoch (a small corpus may have fewer than the updates asked)."""
+    epoch = 1
+    while True:
+        yield from trainer.get_train_iterator(epoch=epoch, load_dataset=False).next_epoch_itr(shuffle=True)
+        epoch += 1
 
 
 class _Phases:
