@@ -85,9 +85,11 @@ def test_python_m_commands_parse_without_torch_or_fairseq(module):
 
 def test_the_scripts_and_the_library_read_one_copy_of_their_choices():
     """The choices a script shows in --help are the library's own objects (fairseq_tpr/choices.py),
-    not copies; the scorer keys are the keys of the scorer registry."""
+    not copies, and under their one name (no module keeps an alias of them); the scorer keys are the
+    keys of the scorer registry."""
     from fairseq_tpr import choices
     from fairseq_tpr.analysis import capture, dump, layer_probe
+    from fairseq_tpr.analysis import roles as analysis_roles
     from fairseq_tpr.analysis import template_similarity as ts
     from fairseq_tpr.cli import caption_score, parse, pos_tagger, probe, roles, score, template_similarity
     from fairseq_tpr.grammar import parser_model
@@ -98,11 +100,18 @@ def test_the_scripts_and_the_library_read_one_copy_of_their_choices():
     assert text.SENTENCE_SPLITS is score.SENTENCE_SPLITS and text.DEFAULT_SENTENCE_SPLIT is score.DEFAULT_SENTENCE_SPLIT
     assert captions.METRICS is caption_score.METRICS
     assert layer_probe.REPRESENTATIONS is probe.REPRESENTATIONS
-    assert capture.COMPONENTS is roles.COMPONENTS and dump.ROLE_COMPONENTS is roles.ROLE_COMPONENTS
-    assert (modules_pos.FEATURES, modules_pos.SCORERS, modules_pos.CONTEXTS) == (
-        pos_tagger.FEATURES, pos_tagger.SCORERS, pos_tagger.CONTEXTS) and modules_pos.FEATURES is pos_tagger.FEATURES
     assert ts.DEFAULT_BATCH_SIZE == template_similarity.DEFAULT_BATCH_SIZE == choices.SIMILARITY_BATCH_SIZE
-    assert parser_model.FEATURES is parse.FEATURES and parser_model.LAYER_INPUTS is parse.LAYER_INPUTS
+    for module, names in ((capture, ["CAPTURE_COMPONENTS"]), (dump, ["CAPTURE_COMPONENTS"]),
+                          (roles, ["CAPTURE_COMPONENTS", "ROLE_COMPONENTS"]),
+                          (analysis_roles, ["CAPTURE_COMPONENTS", "ROLE_COMPONENTS"]),
+                          (modules_pos, ["POS_FEATURES", "POS_SCORERS", "POS_CONTEXTS"]),
+                          (pos_tagger, ["POS_FEATURES", "POS_SCORERS", "POS_CONTEXTS"]),
+                          (parser_model, ["PARSER_FEATURES", "LAYER_INPUTS"]), (parse, ["PARSER_FEATURES", "LAYER_INPUTS"])):
+        for name in names:
+            assert getattr(module, name) is getattr(choices, name), (module.__name__, name)
+        aliases = [k for k, v in vars(module).items() if isinstance(v, tuple) and not hasattr(choices, k)
+                   and any(v is getattr(choices, n) for n in dir(choices) if n.isupper())]
+        assert not aliases, f"{module.__name__} keeps aliases of fairseq_tpr/choices.py: {aliases}"
 
 
 def _python(code):

@@ -294,9 +294,9 @@ SMALL = ["--hidden", "8", "--rank", "4", "--max-epochs", "2", "--patience", "2",
          "--lr", "0.01", "--no-progress-bar"]
 
 
-def test_cli_copies_of_the_choices_match_the_library():
-    assert (parse_cli.FEATURES, parse_cli.SEGMENT_TARGETS, parse_cli.LAYER_INPUTS) == (
-        M.FEATURES, M.SEGMENT_TARGETS, M.LAYER_INPUTS)
+def test_the_cli_and_the_library_read_the_same_choices():
+    assert (parse_cli.PARSER_FEATURES, parse_cli.SEGMENT_TARGETS, parse_cli.LAYER_INPUTS) == (
+        M.PARSER_FEATURES, M.SEGMENT_TARGETS, M.LAYER_INPUTS)
 
 
 def test_cli_train_decode_score_table(tmp_path, shapes, capsys):

@@ -48,7 +48,6 @@ from ..modules.precision import at_least_fp32
 from ..choices import CAPTURE_COMPONENTS
 
 ATOL = 1e-4  # recomputation vs module output (fp32); relative to the output scale, see _check
-COMPONENTS = CAPTURE_COMPONENTS
 _ROLE_PARTS = {"role", "filler", "tpr"}
 
 
@@ -134,9 +133,9 @@ class Capture:
                  keys: Optional[Iterable[str]] = None):
         self.model = model
         self.want = set(want)
-        unknown = self.want - set(COMPONENTS)
+        unknown = self.want - set(CAPTURE_COMPONENTS)
         if unknown:
-            raise ValueError(f"unknown components {sorted(unknown)}; choose from {', '.join(COMPONENTS)}")
+            raise ValueError(f"unknown components {sorted(unknown)}; choose from {', '.join(CAPTURE_COMPONENTS)}")
         self.keys = None if keys is None else set(keys)
         self.data: Dict[str, Dict[str, Tensor]] = {}
         self.max_diff = 0.0

@@ -30,8 +30,8 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError, InputError
-from .capture import COMPONENTS, Capture, frozen, model_kind
-from ..choices import ROLE_COMPONENTS  # noqa: F401  (analysis and the roles command read it here)
+from ..choices import CAPTURE_COMPONENTS
+from .capture import Capture, frozen, model_kind
 
 
 
@@ -267,7 +267,7 @@ def generated_targets(model, task, sample, beam: int, max_len_a: float, max_len_
     return sample
 
 
-def run_capture(model, task, dataset, max_examples: Optional[int] = None, components: Iterable[str] = COMPONENTS,
+def run_capture(model, task, dataset, max_examples: Optional[int] = None, components: Iterable[str] = CAPTURE_COMPONENTS,
                 keys: Optional[Iterable[str]] = None, generate: bool = False, beam: int = 1,
                 max_len_a: float = 0.0, max_len_b: int = 200, batch_size: int = 32,
                 meta: Optional[Dict] = None) -> Dump:

@@ -18,8 +18,8 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from .capture import COMPONENTS
-from .dump import ROLE_COMPONENTS, Dump
+from ..choices import CAPTURE_COMPONENTS, ROLE_COMPONENTS
+from .dump import Dump
 
 
 def dump_roles(data: str, path: str, out: str, split: str = "test", max_examples: Optional[int] = 128,
@@ -32,9 +32,9 @@ def dump_roles(data: str, path: str, out: str, split: str = "test", max_examples
     from .dump import arch_of, load_checkpoint, load_split, require_roles, run_capture
 
     comps = list(components)
-    bad = [c for c in comps if c not in COMPONENTS]
+    bad = [c for c in comps if c not in CAPTURE_COMPONENTS]
     if bad:
-        raise ConfigError(f"--components: unknown {bad}; choose from {', '.join(COMPONENTS)}")
+        raise ConfigError(f"--components: unknown {bad}; choose from {', '.join(CAPTURE_COMPONENTS)}")
     if max_examples is not None and max_examples < 1:
         raise ConfigError(f"--max-examples must be at least 1 (got {max_examples})")
     model, task, margs = load_checkpoint(path, data, cpu=cpu, overrides={"sample_break_mode": "eos"} if lines else None)

@@ -36,12 +36,11 @@ from fairseq_tpr.cli import (add_grammar_size_args, add_grammar_split_args, add_
 from fairseq_tpr.choices import LAYER_INPUTS, PARSER_FEATURES, SEGMENT_TARGETS
 from fairseq_tpr.errors import command
 
-FEATURES = PARSER_FEATURES  # fairseq_tpr/choices.py (with SEGMENT_TARGETS, LAYER_INPUTS), read before torch
 
 
 def _model_args(p):
     m = p.add_argument_group("model")
-    m.add_argument("--features", default="unbinding", choices=FEATURES,
+    m.add_argument("--features", default="unbinding", choices=PARSER_FEATURES,
                    help="BLSTM input: the unbinding vectors u_t (Eq. 11, the paper) or a word embedding trained "
                         "from scratch (the baseline)")
     m.add_argument("--segment-target", default="parity", choices=SEGMENT_TARGETS,

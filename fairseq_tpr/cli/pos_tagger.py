@@ -30,13 +30,12 @@ import sys
 from pathlib import Path
 
 from fairseq_tpr import register
-from fairseq_tpr.cli import (GRAMMAR_SPLITS as SPLITS, add_grammar_size_args, add_grammar_split_args,
+from fairseq_tpr.cli import (GRAMMAR_SPLITS, add_grammar_size_args, add_grammar_split_args,
                              add_grammar_training_args, check_grammar_args, check_unbinding_args)
 from fairseq_tpr.choices import POS_CONTEXTS, POS_FEATURES, POS_SCORERS
 from fairseq_tpr.errors import command
 
 # fairseq_tpr/choices.py, read before torch is imported
-FEATURES, SCORERS, CONTEXTS = POS_FEATURES, POS_SCORERS, POS_CONTEXTS
 
 
 def get_parser():
@@ -48,11 +47,11 @@ def get_parser():
     p.add_argument("--tag-format", default="auto", choices=["auto", "conllu", "wordtag"])
     p.add_argument("--conllu-column", default="upos", choices=["upos", "xpos"], help="CoNLL-U tag column")
     m = p.add_argument_group("model (ignored with --load: the checkpoint's are used)")
-    m.add_argument("--features", default="unbinding", choices=FEATURES,
+    m.add_argument("--features", default="unbinding", choices=POS_FEATURES,
                    help="BLSTM input: u_t (Eq. 8), a word embedding, or both concatenated")
-    m.add_argument("--scorer", default="factored", choices=SCORERS,
+    m.add_argument("--scorer", default="factored", choices=POS_SCORERS,
                    help="tag scores: word-conditioned W(x_t) of Eq. 9-10, or a plain linear map (ablation)")
-    m.add_argument("--context", default="blstm", choices=CONTEXTS,
+    m.add_argument("--context", default="blstm", choices=POS_CONTEXTS,
                    help="the BLSTM of Eq. 8, or none: a per-token probe of the input vectors (not in the paper)")
     add_grammar_size_args(m, word_dim=64, word_dim_help="word embedding size (features words/both)")
     t = p.add_argument_group("training")
@@ -76,7 +75,7 @@ def main(argv=None):
     from fairseq_tpr.grammar import pos_tagger as pos
 
     torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", torch.get_num_threads()))))
-    given = [s for s in SPLITS if getattr(args, f"{s}_tags")]
+    given = [s for s in GRAMMAR_SPLITS if getattr(args, f"{s}_tags")]
     check_grammar_args(parser, args, "tags", training=not args.load)
     if args.load:
         if args.train_tags:

@@ -25,7 +25,6 @@ from fairseq_tpr import register
 from fairseq_tpr.choices import CAPTURE_COMPONENTS, ROLE_COMPONENTS
 from fairseq_tpr.errors import command
 
-COMPONENTS = CAPTURE_COMPONENTS  # fairseq_tpr/choices.py (with ROLE_COMPONENTS), read before torch is imported
 
 
 def _site_args(p, attention_default="self"):
@@ -55,7 +54,7 @@ def build_parser():
     d.add_argument("--max-len-b", type=int, default=200)
     d.add_argument("--batch-size", type=int, default=32)
     d.add_argument("--components", default=",".join(ROLE_COMPONENTS),
-                   help=f"comma list from {','.join(COMPONENTS)} (default: {','.join(ROLE_COMPONENTS)}; "
+                   help=f"comma list from {','.join(CAPTURE_COMPONENTS)} (default: {','.join(ROLE_COMPONENTS)}; "
                         "attn = attention maps, large; out = layer outputs)")
     d.add_argument("--lines", action="store_true",
                    help="language models: one example per line of the split (positions from the line's start; "

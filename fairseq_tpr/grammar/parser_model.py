@@ -46,7 +46,6 @@ from ..modules.factored_linear import FactoredLinear
 from ..modules.pos_tagger import BLSTMContext, FactoredScorer
 from ..choices import LAYER_INPUTS, PARSER_FEATURES, SEGMENT_TARGETS
 
-FEATURES = PARSER_FEATURES
 
 
 class LayerNet(nn.Module):
@@ -129,8 +128,8 @@ class ATPLParser(nn.Module):
                  n_layers: int = 4, hidden: int = 128, rank: int = 64, word_dim: int = 32, dropout: float = 0.2,
                  word_dropout: float = 0.05, segment_target: str = "parity", layer_input: str = "u"):
         super().__init__()
-        if features not in FEATURES:
-            raise ValueError(f"features must be one of {FEATURES}, got {features!r}")
+        if features not in PARSER_FEATURES:
+            raise ValueError(f"features must be one of {PARSER_FEATURES}, got {features!r}")
         if segment_target not in SEGMENT_TARGETS:
             raise ValueError(f"segment_target must be one of {SEGMENT_TARGETS}, got {segment_target!r}")
         if layer_input not in LAYER_INPUTS:

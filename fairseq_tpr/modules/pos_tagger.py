@@ -56,7 +56,6 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from .factored_linear import FactoredLinear
 from ..choices import POS_CONTEXTS, POS_FEATURES, POS_SCORERS
 
-FEATURES, SCORERS, CONTEXTS = POS_FEATURES, POS_SCORERS, POS_CONTEXTS
 
 
 class UnbindingInput(nn.Module):
@@ -171,11 +170,11 @@ class BiLSTMPosTagger(nn.Module):
                  dropout: float = 0.2, word_dropout: float = 0.05, pad_idx: int = 0, unk_idx: int = 1):
         super().__init__()
         if features not in INPUTS:
-            raise ValueError(f"features must be one of {FEATURES}, got {features!r}")
+            raise ValueError(f"features must be one of {POS_FEATURES}, got {features!r}")
         if scorer not in SCORER_CLASSES:
-            raise ValueError(f"scorer must be one of {SCORERS}, got {scorer!r}")
+            raise ValueError(f"scorer must be one of {POS_SCORERS}, got {scorer!r}")
         if context not in CONTEXT_CLASSES:
-            raise ValueError(f"context must be one of {CONTEXTS}, got {context!r}")
+            raise ValueError(f"context must be one of {POS_CONTEXTS}, got {context!r}")
         if features in ("unbinding", "both") and u_dim < 1:
             raise ValueError(f"features={features!r} needs the size of the unbinding vectors (u_dim >= 1)")
         if not 0.0 <= word_dropout < 1.0 or not 0.0 <= dropout < 1.0:
