@@ -313,6 +313,6 @@ def test_restore_file_of_another_architecture(trained, reversal, tmp_path):
                       "--restore-file", _checkpoint(trained, PLUGIN_ARCH))
     with pytest.raises(ConfigError, match=rf"^checkpoint {re.escape(str(_checkpoint(trained, PLUGIN_ARCH)))} does not "
                                           r"fit .*it holds another architecture \(unexpected parameters \d+, e\.g\. "
-                                          r".*build the checkpoint's architecture \(fairseq-train --restore-file: its "
-                                          r"--arch and sizes"):
+                                          r".*build the checkpoint's architecture \(fairseq-train --restore-file / "
+                                          r"--finetune-from-model: its --arch and sizes"):
         train(argv)

@@ -5,7 +5,7 @@ included: a lazy import is still a dependency) and resolved to the room it lands
 (the one-way flow raw corpus -> corpora/ -> data-bin -> data/ -> models/ -> scoring/ / analysis/
 -> tables and plots, with the building blocks below and the console scripts on top):
 
-    0  errors.py, fairseq_fixes/, checkpoint_io.py, checkpoint_safety.py, checkpoint_average.py,
+    0  errors.py, fairseq_fixes/, checkpoint_io.py, checkpoint_safety.py, checkpoint_mismatch.py, checkpoint_average.py,
        multi_tensor_adam.py, choices.py, helpdoc.py (package root)
     1  modules/
     2  data/
@@ -27,7 +27,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "fairseq_tpr"
 LEVELS = {
-    "errors": 0, "fairseq_fixes": 0, "checkpoint_io": 0, "checkpoint_safety": 0, "checkpoint_average": 0,
+    "errors": 0, "fairseq_fixes": 0, "checkpoint_io": 0, "checkpoint_safety": 0, "checkpoint_mismatch": 0,
+    "checkpoint_average": 0,
     "multi_tensor_adam": 0, "choices": 0, "helpdoc": 0,
     "modules": 1,
     "data": 2,

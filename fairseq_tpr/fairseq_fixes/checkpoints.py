@@ -1,7 +1,6 @@
 """Checkpoints: atomic writes, damaged files read with a clear error, and a checkpoint that does not fit
 the model or the data explained (dictionary fingerprints, sizes) instead of torch's trace.
 """
-import re
 
 import torch
 
@@ -99,12 +98,6 @@ def fix_damaged_checkpoint_load() -> None:
     patch(checkpoint_utils, "load_checkpoint_to_cpu", build)
 
 
-_STATE_DICT_ERROR = "Error(s) in loading state_dict for"
-_SIZE_MISMATCH = re.compile(r"size mismatch for (\S+): copying a param with shape torch\.Size\(\[([\d, ]*)\]\) from "
-                            r"checkpoint, the shape in current model is torch\.Size\(\[([\d, ]*)\]\)")
-_KEYS = re.compile(r"(Missing|Unexpected) key\(s\) in state_dict: (.*?)\.\s*$", re.M)
-
-
 def _data_dictionaries(data) -> str:
     """``DATA/dict.a.txt, DATA/dict.b.txt`` (what a data directory's dictionaries are), or DATA."""
     import glob
@@ -133,43 +126,6 @@ def _training_dictionaries(path):
     return (data, *(os.path.join(data, f"dict.{lang}.txt") if lang else None for lang in langs))
 
 
-def _state_dict_mismatch_message(path, error: BaseException, data) -> str:
-    """The :class:`ConfigError` message for torch's ``load_state_dict`` error *error* when
-    checkpoint *path* is loaded into the model built for the data directory *data*."""
-    text = str(error)
-    resized = _SIZE_MISMATCH.findall(text)
-    keys = {kind: names.split(", ") for kind, names in _KEYS.findall(text)}
-    trained_on, source_dict, target_dict = _training_dictionaries(path)
-    parts = []
-    dictionary = [(name, theirs, ours) for name, theirs, ours in resized
-                  if "embed_tokens" in name or "output_projection" in name]
-    if dictionary:
-        name, theirs, ours = dictionary[0]
-        parts.append(f"its dictionary has {theirs.split(',')[0]} symbols ({name}: checkpoint ({theirs}), model "
-                     f"({ours})) but the data directory's ({_data_dictionaries(data)}) have {ours.split(',')[0]}: "
-                     f"the model was trained on other data (another data directory or --task)")
-    other = [f"{name}: checkpoint ({theirs}) vs model ({ours})" for name, theirs, ours in resized
-             if (name, theirs, ours) not in dictionary[:1] and "embed_tokens" not in name
-             and "output_projection" not in name]
-    if other:
-        parts.append("other sizes differ (" + "; ".join(other[:3]) + ")")
-    if keys:
-        parts.append("it holds another architecture (" + "; ".join(
-            f"{kind.lower()} parameters {len(names)}, e.g. {names[0]}" for kind, names in keys.items()) + ")")
-    if other or keys:
-        parts.append("build the checkpoint's architecture (fairseq-train --restore-file: its --arch and sizes; "
-                     "fairseq-generate: no --model-overrides that change them)")
-    if not parts:
-        parts.append(" ".join(text.split())[:300])
-    fix = ("pass the data directory the model was trained on"
-           + (f" ({trained_on}, per the checkpoint)" if trained_on else "")
-           + ", or binarize the input with its dictionaries (`fairseq-preprocess --srcdict "
-           + (f"{source_dict} --tgtdict {target_dict}`)" if source_dict and target_dict
-              else "DICT --tgtdict DICT` with the training data's dict.*.txt)"))
-    return f"checkpoint {path} does not fit the model built for {data or 'the data'}: " + "; ".join(parts) + \
-        (f"; {fix}" if dictionary else "")
-
-
 def fix_checkpoint_mismatch_load() -> None:
     """``fairseq/checkpoint_utils.py`` lines 437-513 (``load_model_ensemble_and_task``, used by
     ``fairseq-generate``/``-interactive``/``-validate`` and the hub API): a checkpoint that does
@@ -195,6 +151,7 @@ def fix_checkpoint_mismatch_load() -> None:
     from fairseq import checkpoint_utils
     from fairseq.trainer import Trainer
 
+    from ..checkpoint_mismatch import explain, from_load_error
     from ..errors import ConfigError, InputError
 
     def does_not_fit(filename, error, data):
@@ -206,8 +163,11 @@ def fix_checkpoint_mismatch_load() -> None:
             named = data and any(f in str(error) for f in dictionaries.split(", "))
             return ConfigError(f"checkpoint {filename}" + ("" if named or not data else f" (data: {dictionaries})")
                                + f": {error}")
-        if isinstance(error, RuntimeError) and str(error).startswith(_STATE_DICT_ERROR):
-            return ConfigError(_state_dict_mismatch_message(filename, error, data))
+        mismatch = from_load_error(str(error)) if isinstance(error, RuntimeError) else None
+        if mismatch is not None:
+            return ConfigError(explain(mismatch, checkpoint=filename, data=data or None,
+                                       data_dictionaries=_data_dictionaries(data) if data else None,
+                                       trained_on=_training_dictionaries(filename)))
         return None
 
     def build(original):

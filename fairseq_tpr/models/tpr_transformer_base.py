@@ -15,6 +15,7 @@ from fairseq.models.transformer import TransformerConfig, TransformerDecoder, Tr
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from fairseq.tasks.language_modeling import LanguageModelingTask
 
+from ..checkpoint_mismatch import explain, from_shapes
 from ..errors import ConfigError
 from .checks import ChecksOptions, check_heads_divide, model_arch, task_dictionary
 from .scripting import EagerOnly
@@ -148,62 +149,10 @@ class TPRTransformerModelBase(EagerOnly, ExplainsCheckpointMismatch, ChecksOptio
                                      no_encoder_attn)
 
 
-def checkpoint_family(keys) -> str:
-    """Which kind of model a state dict holds, from its parameter names."""
-    keys = list(keys)
-    if not any(k.startswith("encoder.") for k in keys) and any(k.startswith("decoder.layers.") for k in keys):
-        if any("_roles.roles" in k for k in keys):
-            return "discrete-role TP-Transformer language model (tp_transformer_d_lm)"
-        if any(".r_proj." in k for k in keys):
-            return "continuous-role TP-Transformer language model (tp_transformer_lm)"
-        return "Transformer language model (transformer_lm_tp, transformer_lm)"
-    if any("_roles.roles" in k for k in keys):
-        return "discrete-role TP-Transformer (tp_transformer_d)"
-    if any(".r_proj." in k for k in keys):
-        return "continuous-role TP-Transformer (tp_transformer)"
-    if any(k.startswith("encoder.layers.") for k in keys):
-        return "plain Transformer (transformer)"
-    return "model of another kind"
-
-
-# parameter-name fragment -> the flags that set its shape
-_SHAPE_FLAGS = (
-    ("_roles.roles", "--num-roles / --role-dim"),
-    ("role_scorer", "--num-roles / --*-attention-heads"),
-    ("embed_tokens", "the dictionary (binarize with the checkpoint's dict.*.txt) or --*-embed-dim"),
-    ("output_projection", "the dictionary or --decoder-embed-dim"),
-    ("fc1", "--*-ffn-embed-dim"),
-    ("fc2", "--*-ffn-embed-dim"),
-)
-
-
 def explain_state_dict_mismatch(model: nn.Module, state_dict: Dict, family: str) -> None:
-    """Raise a ConfigError that says what differs between ``model`` and ``state_dict``
-    (model kind, layer counts, sizes, with the flags to change), or return if they match."""
-    own = {k: v.shape for k, v in model.state_dict().items()}
-    # fairseq adds/drops a few bookkeeping buffers across versions: ignore them
-    ignore = ("version", "_float_tensor")
-    theirs = {k: v.shape for k, v in state_dict.items() if hasattr(v, "shape")}
-    missing = sorted(k for k in own if k not in theirs and not k.endswith(ignore))
-    unexpected = sorted(k for k in theirs if k not in own and not k.endswith(ignore))
-    resized = sorted(k for k in own if k in theirs and tuple(own[k]) != tuple(theirs[k]))
-    if not (missing or unexpected or resized):
-        return
-    their_family = checkpoint_family(theirs)
-    lines = [f"The checkpoint does not fit the model that was built ({family}, --arch {model_arch(model) or '?'})."]
-    if their_family != checkpoint_family(own):
-        lines.append(
-            f"It holds a {their_family}. Build the same kind: fairseq-generate/-interactive take the architecture "
-            "from the checkpoint (drop any --model-overrides that change it); for fairseq-train --restore-file / "
-            "--finetune-from-model pass the checkpoint's --arch and sizes."
-        )
-    for k in resized[:5]:
-        flag = next((f for frag, f in _SHAPE_FLAGS if frag in k), "the model sizes (--*-embed-dim, --*-attention-heads)")
-        lines.append(f"  {k}: checkpoint {tuple(theirs[k])} vs model {tuple(own[k])} -> check {flag}")
-    if missing or unexpected:
-        lines.append(
-            f"  {len(missing)} parameters missing from the checkpoint (e.g. {missing[:2]}), {len(unexpected)} "
-            f"unexpected (e.g. {unexpected[:2]}) -> check --encoder-layers / --decoder-layers / --tpr-in / "
-            "--no-embedding-roles"
-        )
-    raise ConfigError("\n".join(lines))
+    """Raise a ConfigError that says what differs between ``model`` and ``state_dict`` (the one explainer,
+    :mod:`fairseq_tpr.checkpoint_mismatch`), or return if they match. ``family`` is the model's kind."""
+    mismatch = from_shapes({k: v.shape for k, v in model.state_dict().items()},
+                           {k: v.shape for k, v in state_dict.items() if hasattr(v, "shape")})
+    if mismatch is not None:
+        raise ConfigError(explain(mismatch._replace(model_family=family), arch=model_arch(model) or "?"))
