@@ -21,6 +21,7 @@ for its registrations) is allowed anywhere: Python has imported it already as th
 submodule, so it adds no dependency.
 """
 import ast
+import re
 from pathlib import Path
 
 
@@ -237,3 +238,18 @@ def test_the_patch_rule_finds_a_bare_assignment(tmp_path):
     bad = tmp_path / "x.py"
     bad.write_text("from fairseq import utils\n\ndef fix():\n    utils.softmax = lambda x: x\n    setattr(utils, 'a', 1)\n")
     assert [line for line, _ in _fairseq_assignments(bad)] == [4, 5]
+
+
+def test_every_command_is_listed_in_one_place():
+    """docs/architecture.md "Commands" lists every console script of pyproject.toml and every module
+    outside cli/ that runs as ``python -m`` (a ``__main__`` block), and nothing that does not exist."""
+    import tomllib
+
+    doc = (REPO / "docs/architecture.md").read_text(encoding="utf-8")
+    section = doc[doc.index("## Commands"):doc.index("\n## ", doc.index("## Commands") + 1)]
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    listed_scripts = dict(re.findall(r"^\| `(fairseq-tpr-[\w-]+)` \| `([\w.]+)` \|", section, re.M))
+    assert listed_scripts == {name: target.split(":")[0] for name, target in scripts.items()}
+    runnable = sorted(".".join(p.relative_to(REPO).with_suffix("").parts) for p in PACKAGE.rglob("*.py")
+                      if p.parent.name != "cli" and 'if __name__ == "__main__"' in p.read_text(encoding="utf-8"))
+    assert sorted(re.findall(r"^\| `python -m ([\w.]+)` \|", section, re.M)) == runnable
