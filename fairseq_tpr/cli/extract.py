@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 
 from fairseq_tpr import register
+from fairseq_tpr.choices import SENTENCE_SPLITS
 from fairseq_tpr.errors import command
 from fairseq_tpr.helpdoc import doc_parser
 
@@ -49,7 +50,7 @@ def main(argv=None):
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--score", action="store_true", help="score with fairseq-tpr-score against SPLIT.ref.txt")
     p.add_argument("--metrics", default="rouge", help="fairseq-tpr-score --metrics (default rouge)")
-    p.add_argument("--sentence-split", default="punct", choices=["punct", "files2rouge", "none"],
+    p.add_argument("--sentence-split", default="punct", choices=SENTENCE_SPLITS,
                    help="fairseq-tpr-score --sentence-split (default punct: the units are joined by spaces, so "
                         "the summary-level ROUGE-L needs sentence-final punctuation to find sentences)")
     args = p.parse_args(argv)

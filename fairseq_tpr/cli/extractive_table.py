@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 
 from fairseq_tpr import register
+from fairseq_tpr.choices import SENTENCE_SPLITS
 from fairseq_tpr.errors import command
 from fairseq_tpr.helpdoc import doc_parser
 
@@ -51,7 +52,7 @@ def main(argv=None):
     p.add_argument("--with-dependencies", action="store_true",
                    help="a chosen unit brings the units it needs (DATA/SPLIT.requires.jsonl), as the authors' EDUs do")
     p.add_argument("--metric", choices=["rouge", "rouge-perl"], default="rouge")
-    p.add_argument("--sentence-split", default="punct", choices=["punct", "files2rouge", "none"])
+    p.add_argument("--sentence-split", default="punct", choices=SENTENCE_SPLITS)
     p.add_argument("--json", help="write every number here")
     p.add_argument("--selection-stats", action="store_true",
                    help="two more columns: documents whose selection holds unit 1, and selected units that the "
