@@ -40,7 +40,7 @@ def build_lm(arch, *extra, d=None, tokens_per_sample=32, seed=0):
 def oracle_options(model, args):
     """The :func:`loop_lm` keywords of a built model."""
     if isinstance(model, TPTransformerLanguageModel):
-        return {"tp_attention": True, "embedding_roles": not args.no_embedding_roles}
+        return {"tp_attention": not args.no_tp_attention, "embedding_roles": not args.no_embedding_roles}
     if isinstance(model, TPTransformerDLanguageModel):
         return {"num_roles": args.num_roles}
     return {}
@@ -116,7 +116,10 @@ def loop_lm(sd, tokens, heads, *, embedding_roles=False, tp_attention=False, num
     return torch.stack([out @ _ln(x, sd, "decoder.layer_norm") for x in z]), dists
 
 
-@pytest.mark.parametrize("arch", ARCHS + ["tp_transformer_lm_tiny --no-embedding-roles"])
+ABLATIONS = ["tp_transformer_lm_tiny --no-embedding-roles", "tp_transformer_lm_tiny --no-tp-attention"]
+
+
+@pytest.mark.parametrize("arch", ARCHS + ABLATIONS)
 def test_forward_equals_the_plain_loop_of_the_equations(arch):
     name, *extra = arch.split()
     model, task, args = build_lm(name, *extra)
@@ -157,9 +160,9 @@ def _padded_batch(d, lengths, seed=1):
     return batch
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", ARCHS + ABLATIONS[1:])
 def test_incremental_decoding_equals_the_full_pass(arch):
-    model, task, _ = build_lm(arch)
+    model, task, _ = build_lm(*arch.split())
     _randomise(model)
     model = model.double().eval()
     tokens = _padded_batch(task.dictionary, [9, 9, 9])
@@ -171,9 +174,9 @@ def test_incremental_decoding_equals_the_full_pass(arch):
             assert torch.allclose(step[:, -1], full[:, t], rtol=0, atol=1e-12), f"step {t}"
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", ARCHS + ABLATIONS[1:])
 def test_batch_of_one_equals_a_padded_batch(arch):
-    model, task, _ = build_lm(arch)
+    model, task, _ = build_lm(*arch.split())
     _randomise(model)
     model = model.double().eval()
     lengths = [7, 3, 10, 5]
@@ -185,6 +188,18 @@ def test_batch_of_one_equals_a_padded_batch(arch):
             assert torch.allclose(together[i, :n], alone[0], rtol=0, atol=1e-12), f"sentence {i}"
             for name, dist in extra.get("role_attn", {}).items():
                 assert torch.allclose(dist[:n, i], extra_alone["role_attn"][name][:, 0], rtol=0, atol=1e-13)
+
+
+def test_the_embedding_roles_alone_keep_fairseqs_cells():
+    """``--no-tp-attention``: fairseq's own cells (no r_proj) under Eq. 2's embedding roles; with
+    ``--no-embedding-roles`` as well nothing of a TPR is left, which is refused with the arch to use."""
+    model, _, _ = build_lm("tp_transformer_lm_tiny", "--no-tp-attention")
+    keys = model.state_dict()
+    assert "decoder.layernorm_embedding.role_proj.weight" in keys and not any("r_proj" in k for k in keys)
+    plain, _, _ = build_lm("transformer_lm_tp_tiny")
+    assert {k for k in keys if "role_proj" not in k} == set(plain.state_dict())
+    with pytest.raises(ConfigError, match=r"leaves no TPR .*\(--arch transformer_lm_tp at the same sizes\)"):
+        build_lm("tp_transformer_lm_tiny", "--no-tp-attention", "--no-embedding-roles")
 
 
 # ----------------------------------------------------------------------------- presets and options

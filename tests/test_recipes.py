@@ -519,7 +519,8 @@ def test_lm_table_and_its_corpus(tmp_path):
         "LM_DATA": corpus, "SIZE": "tiny", "MAX_UPDATE": 6, "VALID_EVERY": 3, "WARMUP": 2, "MAX_TOKENS": 64,
         "TOKENS_PER_SAMPLE": 16, "CONTEXT": 4, "SEEDS": "1 2"})
     table = (run / "results.md").read_text()
-    for model in ("transformer_lm", "tp_transformer_lm", "tp_transformer_lm_noemb", "tp_transformer_d_lm"):
+    for model in ("transformer_lm", "tp_transformer_lm", "tp_transformer_lm_noemb", "tp_transformer_lm_noattn",
+                  "tp_transformer_d_lm"):
         assert f"| {model} | 2 |" in table
         for seed in (1, 2):
             assert "Perplexity" in (run / f"{model}-s{seed}/eval/eval_lm_test.log").read_text()

@@ -5,7 +5,8 @@ for ``--task language_modeling`` (``fairseq-train``, ``-validate``, ``-eval-lm``
 * ``--arch tp_transformer_lm*`` (continuous roles, Schlag et al. 2019): every cell's self-attention
   is TP-Multi-Head Attention (Eq. 3-6, :class:`~fairseq_tpr.modules.TPDecoderLayer` without
   cross-attention), and the embedding layer binds a role to each symbol (Eq. 2,
-  :class:`~fairseq_tpr.modules.EmbeddingRoleBinding`; ``--no-embedding-roles`` drops it).
+  :class:`~fairseq_tpr.modules.EmbeddingRoleBinding`; ``--no-embedding-roles`` drops it, and
+  ``--no-tp-attention`` keeps fairseq's own cells, so that the embedding roles can be measured alone).
   ``--position-table`` and ``--ffn-init`` as for ``tp_transformer``.
 * ``--arch tp_transformer_d_lm*`` (a role dictionary, Jiang et al. 2021): after every self-attention
   sublayer's residual, ``TPR(F) = R * F + F`` with ``R_h = softmax(F W_r^h) r_hat`` (Eq. 3-6,
@@ -46,6 +47,7 @@ import torch.nn as nn
 from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer_lm import TransformerLanguageModel, TransformerLanguageModelConfig, base_lm_architecture
+from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 
 from ..errors import ConfigError
 from ..modules import EmbeddingRoleBinding, RoleDecoderLayer, TPDecoderLayer
@@ -101,13 +103,18 @@ class TPRLanguageModelBase(EagerOnly, ExplainsCheckpointMismatch, ChecksOptions,
         return None
 
     @classmethod
+    def cell(cls, args) -> Optional[Type[nn.Module]]:
+        """The decoder's cell class (None: fairseq's decoder as it is, and no embedding binding)."""
+        return cls.decoder_layer
+
+    @classmethod
     def build_checked_model(cls, args, task):
         """fairseq's build (embedding, positions, defaults), then the decoder with the variant's cells."""
         fairseq_model = super().build_checked_model(args, task)
-        if cls.decoder_layer is None:
+        if cls.cell(args) is None:
             return fairseq_model
         decoder = TPRTransformerDecoder(args, task.target_dictionary, fairseq_model.decoder.embed_tokens,
-                                        cls.decoder_layer, cls.embedding_binding(args), no_encoder_attn=True)
+                                        cls.cell(args), cls.embedding_binding(args), no_encoder_attn=True)
         return cls(decoder)
 
 
@@ -132,12 +139,24 @@ class TPTransformerLanguageModel(TPRLanguageModelBase):
     def add_args(cls, parser):
         super().add_args(parser)
         add_continuous_role_args(parser)
+        parser.add_argument("--no-tp-attention", action="store_true",
+                            help="fairseq's own cells (plain self-attention) under Eq. 2's embedding roles: the "
+                                 "embedding roles alone, an ablation")
 
     @classmethod
     def check_options(cls, args, task):
         super().check_options(args, task)
         check_position_table(args, ("decoder",))
         check_ffn_init(args)
+        if getattr(args, "no_tp_attention", False) and getattr(args, "no_embedding_roles", False):
+            raise ConfigError(f"--no-tp-attention with --no-embedding-roles leaves no TPR in --arch {args.arch}: "
+                              "that is fairseq's transformer_lm (--arch transformer_lm_tp at the same sizes); drop "
+                              "one of the two flags.")
+
+    @classmethod
+    def cell(cls, args):
+        """TP-Multi-Head Attention cells, or fairseq's own with ``--no-tp-attention``."""
+        return TransformerDecoderLayerBase if getattr(args, "no_tp_attention", False) else TPDecoderLayer
 
     @classmethod
     def embedding_binding(cls, args):
@@ -213,7 +232,7 @@ def transformer_lm_tp_tiny(args):
 
 
 def _continuous(args):
-    set_defaults(args, no_embedding_roles=False, position_table="fairseq", ffn_init="torch")
+    set_defaults(args, no_embedding_roles=False, no_tp_attention=False, position_table="fairseq", ffn_init="torch")
 
 
 def _discrete(args, num_roles: int, role_dim: int):

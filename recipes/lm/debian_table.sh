@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The LM table of docs/results.md ("Language models"): transformer_lm, tp_transformer_lm,
-# tp_transformer_lm_noemb (TP attention without the embedding roles) and tp_transformer_d_lm at SIZE
+# tp_transformer_lm_noemb (TP attention without the embedding roles), tp_transformer_lm_noattn (the
+# embedding roles without TP attention) and tp_transformer_d_lm at SIZE
 # (small) on the Debian LM corpus, SEEDS (1 2 3) each, equal updates; test perplexity from
 # fairseq-eval-lm on the best checkpoint. MODELS picks some (recipes/lm/train.sh lists them).
 #
@@ -35,7 +36,7 @@ if [[ ! -f "$data/summary.json" ]]; then
 fi
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} SIZE=${SIZE:-small} TOKENS_PER_SAMPLE=${TOKENS_PER_SAMPLE:-128}
 context=${CONTEXT:-64}
-models=${MODELS:-transformer_lm tp_transformer_lm tp_transformer_lm_noemb tp_transformer_d_lm}
+models=${MODELS:-transformer_lm tp_transformer_lm tp_transformer_lm_noemb tp_transformer_lm_noattn tp_transformer_d_lm}
 seeds=${SEEDS:-1 2 3}
 
 train_one() {  # MODEL SEED DIR

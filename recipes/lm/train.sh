@@ -5,7 +5,8 @@
 #
 # MODEL: transformer_lm (fairseq's transformer_lm at the matched sizes), tp_transformer_lm (continuous
 # roles), tp_transformer_lm_noemb (tp_transformer_lm with --no-embedding-roles: TP attention without the
-# Eq. 2 embedding roles) or tp_transformer_d_lm (role dictionary); --arch is MODEL's preset at SIZE (small: d 128,
+# Eq. 2 embedding roles), tp_transformer_lm_noattn (tp_transformer_lm with --no-tp-attention: the Eq. 2
+# embedding roles on fairseq's own cells) or tp_transformer_d_lm (role dictionary); --arch is MODEL's preset at SIZE (small: d 128,
 # 3 layers; tiny; paper: d 512, 6 layers). Environment: SIZE (small), SEED (1), TOKENS_PER_SAMPLE (128,
 # blocks across line ends: --sample-break-mode none), MAX_TOKENS (2048), LR (2e-3 after WARMUP 300
 # updates, then a cosine decay to 0 at MAX_UPDATE 6000; Adam (0.9, 0.98)), VALID_EVERY (250:
@@ -30,7 +31,9 @@ case "$model" in
     transformer_lm) arch=transformer_lm_tp$suffix ;;
     tp_transformer_lm|tp_transformer_d_lm) arch=$model$suffix ;;
     tp_transformer_lm_noemb) arch=tp_transformer_lm$suffix; set -- --no-embedding-roles "$@" ;;
-    *) echo "error: MODEL must be transformer_lm, tp_transformer_lm, tp_transformer_lm_noemb or tp_transformer_d_lm" \
+    tp_transformer_lm_noattn) arch=tp_transformer_lm$suffix; set -- --no-tp-attention "$@" ;;
+    *) echo "error: MODEL must be transformer_lm, tp_transformer_lm, tp_transformer_lm_noemb, tp_transformer_lm_noattn" \
+           "or tp_transformer_d_lm" \
            "(got '$model')" >&2; exit 2 ;;
 esac
 [[ -f "$data/dict.txt" && -f "$data/train.bin" ]] || {
