@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # What the roles of the trained LM table learned: the role analysis of docs/analysis.md ("Language
-# models") on the tp_transformer_lm and tp_transformer_d_lm checkpoints of recipes/lm/debian_table.sh.
+# models") on the checkpoints of recipes/lm/debian_table.sh of MODELS (tp_transformer_d_lm
+# tp_transformer_lm; tp_transformer_lm_noemb, TP attention without the embedding roles, too).
 #
 #   recipes/lm/roles.sh RUN_DIR [OUT (RUN_DIR/analysis)]
 #   SEEDS="1" EXAMPLES=200 recipes/lm/roles.sh runs/lm/table
+#   MODELS=tp_transformer_lm_noemb recipes/lm/roles.sh runs/lm/table
 #
 # RUN_DIR is the LM table's run directory (MODEL-sN/checkpoints/checkpoint_best.pt, finished runs only:
 # RUN_DIR/NAME/done); the data is LM_DATA (runs/lm/corpus)/data-bin. The models read the test split line
@@ -12,7 +14,7 @@
 #    (the Stanford parser: python -m fairseq_tpr.analysis.pos_labels DATA test OUT --side lm
 #    --max-examples EXAMPLES; needs fairseq_tpr[rst] and Java), OUT/pos/test.pos, written again only
 #    when it holds fewer than EXAMPLES lines.
-# 2. Per model (tp_transformer_lm, tp_transformer_d_lm) and seed in SEEDS ("1 2 3"): fairseq-tpr-roles
+# 2. Per model of MODELS and seed in SEEDS ("1 2 3"): fairseq-tpr-roles
 #    dump of the first EXAMPLES (400) test lines (OUT/MODEL-sN.npz); for tp_transformer_d_lm also
 #    fairseq-tpr-roles stats (one-hot rates, role usage: OUT/stats-sN.md, .json, OUT/role_usage-sN.png).
 # 3. Purity of the k-means clusters (k = K, 20) of every head's roles, fillers and TPRs of the last
@@ -32,6 +34,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 data=${LM_DATA:-$ROOT/runs/lm/corpus}/data-bin
 source "$ROOT/recipes/_seeded_table.sh"  # trained_checkpoint
 SEEDS=${SEEDS:-"1 2 3"} EXAMPLES=${EXAMPLES:-400} K=${K:-20} HEAD=${HEAD:-0} EXAMPLE=${EXAMPLE:-0}
+MODELS=${MODELS:-"tp_transformer_d_lm tp_transformer_lm"}
+for model in $MODELS; do
+    case "$model" in
+        tp_transformer_d_lm|tp_transformer_lm|tp_transformer_lm_noemb) ;;
+        *) echo "error: MODELS takes tp_transformer_d_lm, tp_transformer_lm, tp_transformer_lm_noemb (got '$model'):" \
+               "the others have no TPR in their self-attention to analyse" >&2; exit 2 ;;
+    esac
+done
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 [[ -f "$data/dict.txt" ]] || { echo "error: $data/dict.txt missing: set LM_DATA to the corpus of the table (preprocess/debian_lm.sh)" >&2; exit 2; }
 mkdir -p "$out/pos"
@@ -54,7 +64,7 @@ with open(sys.argv[2], "w", encoding="utf-8") as f:
     for l in lines:
         f.write(" ".join(f"p{sum(i >= e for e in edges)}" for i in range(len(l))) + "\n")
 PY
-for model in tp_transformer_d_lm tp_transformer_lm; do
+for model in $MODELS; do
     dumps=()
     for seed in $SEEDS; do
         ckpt=$(trained_checkpoint "$run/$model-s$seed") || continue
