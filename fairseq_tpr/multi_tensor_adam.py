@@ -5,9 +5,10 @@ fairseq's CUDA ``fused_adam`` extension is installed (it is not in the ``ve-fair
 ``fairseq.optim.adam.Adam`` (``fairseq/optim/adam.py``, ``Adam.step``, lines 159-239): a Python loop
 over the parameters with about eight tensor operations each, i.e. eight kernel launches per
 parameter tensor on a GPU. In fp32 training a model has a few hundred parameter tensors, so the
-optimizer step is a long chain of tiny launches. (``--fp16``/``--bf16`` train through fairseq's
+optimizer step is a long chain of tiny launches. (``--fp16`` trains through fairseq's
 ``FP16Optimizer``, which flattens the fp32 master weights into one tensor: there the loop has one
-iteration, and nothing changes.)
+iteration, and nothing changes. Under ``--bf16`` fairseq keeps one fp32 master weight per parameter,
+``fairseq/optim/fp16_optimizer.py`` ``build_optimizer``, which this class steps as in fp32.)
 
 :class:`MultiTensorAdam` is that class with the same update, per parameter ``p`` with gradient
 ``g`` at step ``t`` (fairseq's decoupled weight decay, ``eps`` added after the square root, bias
@@ -28,10 +29,9 @@ Cost: the square roots of a whole bucket are held at once (one fp32 copy of thos
 where fairseq's loop holds one parameter's.
 
 Only on a GPU (``multi_tensor_devices``): on the CPU there are no launches to save, and the
-per-parameter loop, which keeps each parameter in cache for all its operations, is the faster one
-at the sizes trained here (one thread, ms per step, fairseq's loop / the multi-tensor step:
-``transformer_tp_tiny`` 2.1 / 1.5, ``tp_transformer_math_small`` 5.5 / 6.1, ``tp_transformer_d``
-130 / 229; docs/benchmarks.md). Parameters all on the CPU step with fairseq's own ``step``.
+per-parameter loop, which keeps each parameter in cache for all its operations, measured faster from
+the small size on (docs/benchmarks.md, "Tried and dropped: the multi-tensor Adam step on the CPU").
+Parameters all on the CPU step with fairseq's own ``step``.
 """
 import math
 from collections import defaultdict
