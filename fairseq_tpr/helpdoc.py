@@ -4,9 +4,17 @@ import argparse
 from typing import Optional
 
 
-def doc_parser(doc: str, prog: Optional[str] = None, **kwargs) -> argparse.ArgumentParser:
+def doc_parser(doc: str, prog: Optional[str] = None, epilog: Optional[str] = None,
+               **kwargs) -> argparse.ArgumentParser:
     """An ``ArgumentParser`` whose description is ``doc``'s first paragraph and whose epilog is the
-    rest, both printed as written (``RawDescriptionHelpFormatter``); ``kwargs`` go to the parser."""
+    rest (then ``epilog``, when given), both printed as written (``RawDescriptionHelpFormatter``);
+    ``kwargs`` go to the parser.
+
+    The one convention of this package's commands (docs/architecture.md, "Commands"): each
+    ``cli/NAME.py`` has ``build_parser()``, which makes its parser with this function (its ``--help``
+    is the module docstring), and ``main(argv=None)``, which parses with it before importing torch or
+    fairseq; ``console = command(main)`` is the console script."""
     first, _, rest = (doc or "").partition("\n\n")
-    return argparse.ArgumentParser(prog=prog, description=first, epilog=rest or None,
+    epilog = "\n\n".join(x for x in (rest, epilog) if x) or None
+    return argparse.ArgumentParser(prog=prog, description=first, epilog=epilog,
                                    formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)

@@ -253,3 +253,18 @@ def test_every_command_is_listed_in_one_place():
     runnable = sorted(".".join(p.relative_to(REPO).with_suffix("").parts) for p in PACKAGE.rglob("*.py")
                       if p.parent.name != "cli" and 'if __name__ == "__main__"' in p.read_text(encoding="utf-8"))
     assert sorted(re.findall(r"^\| `python -m ([\w.]+)` \|", section, re.M)) == runnable
+
+
+def test_every_command_builds_its_parser_one_way():
+    """docs/architecture.md, "One way to build a command's parser": build_parser() with helpdoc.doc_parser,
+    in every cli/ module, and no ArgumentParser made by hand there."""
+    bad = []
+    for path in sorted((PACKAGE / "cli").glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        if not re.search(r"^def build_parser\(\):", text, re.M) or "doc_parser(" not in text:
+            bad.append(f"{path.name}: no build_parser() made with doc_parser")
+        if "ArgumentParser(" in text:
+            bad.append(f"{path.name}: an ArgumentParser made by hand")
+    assert not bad, bad

@@ -8,20 +8,24 @@ WMT recipe's last step).
 :mod:`fairseq_tpr.checkpoint_average`; a bad input reaches the user through the package's error
 entry (:func:`fairseq_tpr.errors.command`): one ``error:`` line, exit 2, no output written.
 """
-import argparse
 import sys
 
 from fairseq_tpr.errors import command
+from fairseq_tpr.helpdoc import doc_parser
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="fairseq-tpr-average-checkpoints",
-        description="Average the parameters of several fairseq checkpoints (see fairseq_tpr/checkpoint_average.py).")
+def build_parser():
+    """The command's parser (its --help is the module docstring)."""
+    parser = doc_parser(__doc__, prog="fairseq-tpr-average-checkpoints")
     parser.add_argument("--inputs", nargs="+", required=True, help="checkpoint files, or one directory with --last")
     parser.add_argument("--last", type=int, help="with a directory: average the N newest interval checkpoints")
     parser.add_argument("--epochs", action="store_true", help="with --last: use checkpoint<epoch>.pt files")
     parser.add_argument("--output", required=True)
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
     args = parser.parse_args(argv)
     from fairseq_tpr.checkpoint_average import average_checkpoints  # torch, after the arguments are parsed
     paths = average_checkpoints(args.inputs, args.output, last=args.last, epochs=args.epochs)

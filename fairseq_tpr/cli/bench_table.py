@@ -150,11 +150,17 @@ def sources(runs) -> str:
     return "\n".join(out)
 
 
-def main(argv=None):
+def build_parser():
+    """The command's parser (its --help is the module docstring)."""
     p = doc_parser(__doc__, prog="fairseq-tpr-bench-table")
     p.add_argument("records", nargs="+", metavar="RECORD[:KEY]")
     p.add_argument("--models", action="store_true", help="also each model's throughput")
     p.add_argument("--ops", action="store_true", help="records of benchmarks/train_profile.py: ops per update")
+    return p
+
+
+def main(argv=None):
+    p = build_parser()
     args = p.parse_args(argv)
     if args.ops:
         try:

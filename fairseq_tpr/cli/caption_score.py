@@ -31,8 +31,9 @@ from fairseq_tpr.helpdoc import doc_parser
 METRICS = CAPTION_METRICS  # fairseq_tpr/choices.py, read before the scorers are imported
 
 
-def main(argv=None):
-    parser = doc_parser(__doc__)
+def build_parser():
+    """The command's parser (its --help is the module docstring)."""
+    parser = doc_parser(__doc__, prog="fairseq-tpr-caption-score")
     parser.add_argument("--data", help="captioning data dir: defaults for --refs/--ref-images/--hyp-images")
     parser.add_argument("--split", default="test")
     src = parser.add_mutually_exclusive_group(required=True)
@@ -46,6 +47,11 @@ def main(argv=None):
     parser.add_argument("--metrics", nargs="+", default=list(METRICS), choices=METRICS)
     parser.add_argument("--no-ptb-tokenize", action="store_true", help="lowercase + whitespace split instead")
     parser.add_argument("--json", help="also write the scores here")
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.data:
         d = Path(args.data)

@@ -33,7 +33,8 @@ from fairseq_tpr.errors import command
 from fairseq_tpr.helpdoc import doc_parser
 
 
-def main(argv=None):
+def build_parser():
+    """The command's parser (its --help is the module docstring)."""
     p = doc_parser(__doc__, prog="fairseq-tpr-extract")
     p.add_argument("--data", required=True, help="extractive data directory")
     p.add_argument("--path", required=True, help="checkpoint")
@@ -53,6 +54,11 @@ def main(argv=None):
     p.add_argument("--sentence-split", default="punct", choices=SENTENCE_SPLITS,
                    help="fairseq-tpr-score --sentence-split (default punct: the units are joined by spaces, so "
                         "the summary-level ROUGE-L needs sentence-final punctuation to find sentences)")
+    return p
+
+
+def main(argv=None):
+    p = build_parser()
     args = p.parse_args(argv)
 
     data = Path(args.data)

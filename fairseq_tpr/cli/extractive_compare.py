@@ -93,13 +93,19 @@ def markdown(rows, metrics, labels):
     return "\n".join(lines)
 
 
-def main(argv=None):
+def build_parser():
+    """The command's parser (its --help is the module docstring)."""
     p = doc_parser(__doc__, prog="fairseq-tpr-extractive-compare")
     p.add_argument("a", help="table.json of fairseq-tpr-extractive-table (e.g. RST trees)")
     p.add_argument("b", help="table.json to compare with (e.g. random trees)")
     p.add_argument("--labels", nargs=2, default=["A", "B"], metavar=("LABEL_A", "LABEL_B"))
     p.add_argument("--metrics", nargs="+", default=["rouge1", "rouge2", "rougeL"], choices=list(NAMES))
     p.add_argument("--json", help="write the comparison here")
+    return p
+
+
+def main(argv=None):
+    p = build_parser()
     args = p.parse_args(argv)
     tables = []
     for f in (args.a, args.b):

@@ -36,7 +36,8 @@ from fairseq_tpr.errors import command
 from fairseq_tpr.helpdoc import doc_parser
 
 
-def main(argv=None):
+def build_parser():
+    """The command's parser (its --help is the module docstring)."""
     p = doc_parser(__doc__, prog="fairseq-tpr-extractive-table")
     p.add_argument("checkpoints", nargs="*", metavar="[NAME=]CHECKPOINT")
     p.add_argument("--data", help="the data directory of the table (required unless --from-json)")
@@ -57,6 +58,11 @@ def main(argv=None):
     p.add_argument("--selection-stats", action="store_true",
                    help="two more columns: documents whose selection holds unit 1, and selected units that the "
                         "oracle also picks (both in percent)")
+    return p
+
+
+def main(argv=None):
+    p = build_parser()
     args = p.parse_args(argv)
     if args.from_json:
         if args.checkpoints or args.data:

@@ -12,21 +12,27 @@ when any log has them, an accuracy panel and a role one-hot panel. Logs of
 ``fairseq-tpr-parse train`` / ``fairseq-tpr-pos-tagger`` (one ``epoch N: ...`` line per epoch)
 are drawn against epochs: validation loss and F1 or tag accuracy.
 """
-import argparse
 import sys
 from pathlib import Path
 
 from fairseq_tpr import register
 from fairseq_tpr.errors import command
+from fairseq_tpr.helpdoc import doc_parser
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser():
+    """The command's parser (its --help is the module docstring)."""
+    parser = doc_parser(__doc__, prog="fairseq-tpr-learning-curve")
     parser.add_argument("logs", nargs="+", type=Path,
                         help="fairseq-train logs, or logs of fairseq-tpr-parse train / fairseq-tpr-pos-tagger")
     parser.add_argument("--labels", nargs="*", help="one label per log (default: the log's parent directory)")
     parser.add_argument("--out", type=Path, required=True, help="PNG to write")
     parser.add_argument("--title", default="")
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.labels and len(args.labels) != len(args.logs):
         parser.error(f"{len(args.logs)} logs but {len(args.labels)} labels")

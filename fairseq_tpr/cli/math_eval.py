@@ -19,25 +19,18 @@ tokens in its questions and references (characters the training data lacked).
 
 Arguments after ``--`` go to ``fairseq-generate`` unchanged (e.g. ``-- --lenpen 0.6``).
 """
-import argparse
 import json
 import sys
 from pathlib import Path
 
 from fairseq_tpr import register
 from fairseq_tpr.errors import InputError, command
+from fairseq_tpr.helpdoc import doc_parser
 
 
-def parse_args(argv):
-    if "--" in argv:
-        cut = argv.index("--")
-        argv, extra = argv[:cut], argv[cut + 1:]
-    else:
-        extra = []
-    parser = argparse.ArgumentParser(
-        prog="fairseq-tpr-math-eval", description=__doc__.split("\n\n")[0],
-        epilog="Arguments after -- are passed to fairseq-generate.",
-    )
+def build_parser():
+    """The command's parser (its --help is the module docstring)."""
+    parser = doc_parser(__doc__, prog="fairseq-tpr-math-eval", epilog="Arguments after -- are passed to fairseq-generate.")
     parser.add_argument("data_bin", type=Path, help="data-bin written by preprocess/math_dataset.sh")
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--path", type=Path, help="checkpoint to decode with fairseq-generate")
@@ -52,6 +45,14 @@ def parse_args(argv):
                              "or --generate-dir)")
     parser.add_argument("--cpu", action="store_true", help="decode on CPU")
     parser.add_argument("--jobs", type=int, default=1, help="fairseq-generate processes at a time (default %(default)s)")
+    return parser
+
+
+def parse_args(argv):
+    """The arguments before ``--`` parsed, those after it kept for fairseq-generate (``args.extra``)."""
+    cut = argv.index("--") if "--" in argv else len(argv)
+    argv, extra = argv[:cut], argv[cut + 1:]
+    parser = build_parser()
     args = parser.parse_args(argv)
     args.extra = extra
     if args.generate_dir is not None and extra:

@@ -27,7 +27,6 @@ best epoch is kept (checkpoint_best.pt, written atomically). Reported per split:
 precision, recall, F1 and complete match, and the F1 when the gold segmentation of every layer
 is given (the paper's Table 3, third column). docs/atpl.md ("Parsing") lists the choices.
 """
-import argparse
 import sys
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from fairseq_tpr.cli import (add_grammar_size_args, add_grammar_split_args, add_
                              check_grammar_args, check_unbinding_args)
 from fairseq_tpr.choices import LAYER_INPUTS, PARSER_FEATURES, SEGMENT_TARGETS
 from fairseq_tpr.errors import command
+from fairseq_tpr.helpdoc import doc_parser
 
 
 
@@ -51,10 +51,8 @@ def _model_args(p):
                                                        "u_t in the dumps given, else 32: same sizes as the u_t parser)")
 
 
-def get_parser():
-    doc = __doc__.splitlines()
-    p = argparse.ArgumentParser(prog="fairseq-tpr-parse", description=doc[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog="\n".join(doc[1:]))
+def build_parser():
+    p = doc_parser(__doc__, prog="fairseq-tpr-parse")
     sub = p.add_subparsers(dest="command", required=True, metavar="{train,decode,score,sentences,table}")
 
     t = sub.add_parser("train", help="train a parser, then decode and score its splits")
@@ -110,7 +108,7 @@ def _run_args(p):
 
 
 def main(argv=None):
-    parser = get_parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "train":
         check_grammar_args(parser, args, "trees", training=True)

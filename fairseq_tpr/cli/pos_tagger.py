@@ -23,7 +23,6 @@ Reported per split (Markdown on stdout, JSON with --results-json): token accurac
 on tokens whose word is not in the training vocabulary (OOV) and on tokens whose word had more
 than one tag in training (ambiguous), with their counts.
 """
-import argparse
 import json
 import os
 import sys
@@ -34,15 +33,13 @@ from fairseq_tpr.cli import (GRAMMAR_SPLITS, add_grammar_size_args, add_grammar_
                              add_grammar_training_args, check_grammar_args, check_unbinding_args)
 from fairseq_tpr.choices import POS_CONTEXTS, POS_FEATURES, POS_SCORERS
 from fairseq_tpr.errors import command
+from fairseq_tpr.helpdoc import doc_parser
 
 # fairseq_tpr/choices.py, read before torch is imported
 
 
-def get_parser():
-    p = argparse.ArgumentParser(
-        prog="fairseq-tpr-pos-tagger", description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog="\n".join(__doc__.splitlines()[1:]),
-    )
+def build_parser():
+    p = doc_parser(__doc__, prog="fairseq-tpr-pos-tagger")
     add_grammar_split_args(p, "tags", "tag file (CoNLL-U or word/TAG)")
     p.add_argument("--tag-format", default="auto", choices=["auto", "conllu", "wordtag"])
     p.add_argument("--conllu-column", default="upos", choices=["upos", "xpos"], help="CoNLL-U tag column")
@@ -67,7 +64,7 @@ def get_parser():
 
 
 def main(argv=None):
-    parser = get_parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are parsed
     import torch

@@ -14,19 +14,18 @@ TP-Transformer (continuous or discrete roles). Label file format: see
 :mod:`fairseq_tpr.analysis.probe` and docs/analysis.md. The driver is
 :func:`fairseq_tpr.analysis.layer_probe.probe_checkpoint`.
 """
-import argparse
 import sys
 
 from fairseq_tpr import register
 from fairseq_tpr.choices import PROBE_REPRESENTATIONS
 from fairseq_tpr.errors import command
+from fairseq_tpr.helpdoc import doc_parser
 
 REPRESENTATIONS = PROBE_REPRESENTATIONS  # fairseq_tpr/choices.py, read before torch is imported
 
 
 def build_parser():
-    p = argparse.ArgumentParser(prog="fairseq-tpr-probe", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = doc_parser(__doc__, prog="fairseq-tpr-probe")
     p.add_argument("data", help="binarized data directory (fairseq-preprocess --destdir)")
     p.add_argument("--path", required=True, help="fairseq checkpoint (kept frozen)")
     p.add_argument("--side", choices=("encoder", "decoder"), default="encoder",

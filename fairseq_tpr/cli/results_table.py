@@ -33,17 +33,18 @@ names FILE holds, one per line (the seeded recipes skip those runs)::
     python -m fairseq_tpr.cli.results_table --records docs/img/math_table_runs.json \
         --json runs.json --curves curves.png transformer=RUN/transformer-s1,RUN/transformer-s2 ...
 """
-import argparse
 import json
 import sys
 from pathlib import Path
 
 from fairseq_tpr import register
 from fairseq_tpr.errors import command
+from fairseq_tpr.helpdoc import doc_parser
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def build_parser():
+    """The command's parser (its --help is the module docstring)."""
+    parser = doc_parser(__doc__, prog="fairseq-tpr-results-table")
     parser.add_argument("runs", nargs="*", metavar="NAME=RUN_DIR[,RUN_DIR...]")
     parser.add_argument("--title", default="results")
     parser.add_argument("--json", metavar="OUT", help="also write every run's figures and validation curve to OUT")
@@ -61,6 +62,11 @@ def main(argv=None):
                              "of docs/results.md, which fairseq-tpr-doc-tables rebuilds from the committed records)")
     parser.add_argument("--list-records", action="store_true",
                         help="print the run names --records holds, one per line, and stop")
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
     args = parser.parse_args(argv)
     if (args.list_records or args.records_only) and not args.records:
         parser.error("--list-records and --records-only need --records FILE")

@@ -6,17 +6,17 @@ at once); ``preprocess/templates.sh`` binarizes what it writes. A bad input or f
 user through the console entry (:func:`fairseq_tpr.errors.command`): one ``error:`` line, exit 2.
 The retrieval needs neither torch nor fairseq, and this command imports neither.
 """
-import argparse
 import sys
 
 from fairseq_tpr.corpora import template_retrieval
 from fairseq_tpr.corpora.template_retrieval import EMPTY_QUERY_POLICIES
 from fairseq_tpr.errors import command
+from fairseq_tpr.helpdoc import doc_parser
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="fairseq-tpr-retrieve-templates", description=template_retrieval.__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def build_parser():
+    """The command's parser (its --help is the module docstring)."""
+    p = doc_parser(template_retrieval.__doc__, prog="fairseq-tpr-retrieve-templates")
     p.add_argument("raw_dir", help="directory with {split}.{source-ext} and train.{target-ext}")
     p.add_argument("--out", help="where {split}.template goes (default: RAW_DIR)")
     p.add_argument("--source-ext", default="source")
@@ -45,6 +45,11 @@ def main(argv=None):
                         "lines were empty")
     p.add_argument("--threads", type=int, default=0, help="retrieval processes (0 or 1: in this process)")
     p.add_argument("--no-progress", action="store_true")
+    return p
+
+
+def main(argv=None):
+    p = build_parser()
     args = p.parse_args(argv)
     template_retrieval.retrieve(
         args.raw_dir, args.out, source_ext=args.source_ext, target_ext=args.target_ext,

@@ -18,12 +18,12 @@ Eq. 3-6) or role distributions (discrete roles, Jiang et al. Eq. 5), see
 :mod:`fairseq_tpr.analysis.capture`. The other subcommands read that file. The subcommands
 are the functions of :mod:`fairseq_tpr.analysis.roles`.
 """
-import argparse
 import sys
 
 from fairseq_tpr import register
 from fairseq_tpr.choices import CAPTURE_COMPONENTS, ROLE_COMPONENTS
 from fairseq_tpr.errors import command
+from fairseq_tpr.helpdoc import doc_parser
 
 
 
@@ -38,8 +38,7 @@ def _site_args(p, attention_default="self"):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="fairseq-tpr-roles", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = doc_parser(__doc__, prog="fairseq-tpr-roles")
     sub = parser.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("dump", help="run a checkpoint and save roles/fillers/TPRs/role attention")

@@ -15,7 +15,6 @@ here; a scorer whose system package is missing says what to install and the othe
 ``--char`` scores characters (Chinese, LCSTS). Every setting is in ``docs/scoring.md``.
 Exit status: 0; 2 for bad input; 1 when a scorer named in ``--metrics`` could not run or failed.
 """
-import argparse
 import json
 import logging
 import sys
@@ -24,6 +23,7 @@ from pathlib import Path
 from fairseq_tpr import register
 from fairseq_tpr.choices import DEFAULT_SENTENCE_SPLIT, SCORER_KEYS, SENTENCE_SPLITS
 from fairseq_tpr.errors import command
+from fairseq_tpr.helpdoc import doc_parser
 
 PROG = "fairseq-tpr-score"
 # the parser's choices (fairseq_tpr/choices.py: the scorers' modules import torch and fairseq)
@@ -31,8 +31,7 @@ SCORERS = SCORER_KEYS
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = doc_parser(__doc__, prog=PROG)
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--hyp", metavar="FILE", help="hypotheses, one per line")
     src.add_argument("--generate-log", metavar="LOG",

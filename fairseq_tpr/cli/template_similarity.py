@@ -37,7 +37,6 @@ checked). Errors (exit 2, one line) before any model runs: a missing checkpoint,
 that is not ``--arch sttr*`` (its arch is named), one built with ``--template-mode none`` or
 ``concat`` (they have no ``H_ts``), a DATA_BIN without the split or without its templates.
 """
-import argparse
 import json
 import logging
 import sys
@@ -46,13 +45,14 @@ import warnings
 from fairseq_tpr import register
 from fairseq_tpr.choices import SIMILARITY_BATCH_SIZE
 from fairseq_tpr.errors import command
+from fairseq_tpr.helpdoc import doc_parser
 
 PROG = "fairseq-tpr-template-similarity"
 DEFAULT_BATCH_SIZE = SIMILARITY_BATCH_SIZE  # fairseq_tpr/choices.py, read before torch is imported
 
 
 def build_parser():
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = doc_parser(__doc__, prog=PROG)
     p.add_argument("data", metavar="DATA_BIN", help="binarized data with templates (preprocess/templates.sh)")
     p.add_argument("--path", action="append", metavar="CKPT",
                    help="an --arch sttr* checkpoint (--template-mode attention); repeat for more rows")

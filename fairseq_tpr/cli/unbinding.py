@@ -25,14 +25,20 @@ from fairseq_tpr.errors import command
 from fairseq_tpr.helpdoc import doc_parser
 
 
-def main(argv=None):
-    parser = doc_parser(__doc__)
+def build_parser():
+    """The command's parser (its --help is the module docstring)."""
+    parser = doc_parser(__doc__, prog="fairseq-tpr-unbinding")
     parser.add_argument("--path", required=True, help="ATPL autoencoder checkpoint")
     parser.add_argument("--input", required=True, help="one whitespace-tokenised sentence per line")
     parser.add_argument("--out", required=True, help="output .npz")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--data", help="data directory with the checkpoint's dictionaries (if it moved)")
     parser.add_argument("--cpu", action="store_true", help="stay on CPU even when CUDA is available")
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
     args = parser.parse_args(argv)
     # an InputError, or the ConfigError/CheckpointError of load_autoencoder, reaches the console entry of
     # fairseq_tpr.errors: one 'error:' line, exit status 2
