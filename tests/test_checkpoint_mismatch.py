@@ -1,7 +1,6 @@
 """One explanation of a checkpoint that does not fit its model (``fairseq_tpr/checkpoint_mismatch.py``):
 the plugin's models compare shapes themselves, fairseq's loaders meet torch's error text; both read the
 same mismatch out of the same difference, and one function words it."""
-import torch
 from torch import nn
 
 from fairseq_tpr.checkpoint_mismatch import explain, from_load_error, from_shapes
