@@ -85,12 +85,14 @@ def _flag(name: str) -> str:
 
 
 def explain(m: Mismatch, checkpoint: Optional[str] = None, data: Optional[str] = None, arch: Optional[str] = None,
-            data_dictionaries: Optional[str] = None, trained_on: Tuple[Optional[str], ...] = (None, None, None)) -> str:
+            data_dictionaries: Optional[str] = None, trained_on: Tuple[Optional[str], ...] = (None, None, None),
+            model: Optional[str] = None) -> str:
     """The one-paragraph message of ``m``: ``checkpoint`` (its path) and ``data`` (the data directory) name
-    what was loaded where; ``arch`` the model that was built; ``data_dictionaries`` the data directory's
+    what was loaded where; ``model`` and ``arch`` the model that was built (its kind, default the family of
+    its parameter names); ``data_dictionaries`` the data directory's
     dictionary files; ``trained_on`` ``(data directory, source dictionary, target dictionary)`` the
     checkpoint was trained with (from its saved options), for the fix of a dictionary of another size."""
-    built = ", ".join(x for x in (m.model_family, arch and f"--arch {arch}") if x)
+    built = ", ".join(x for x in (model or m.model_family, arch and f"--arch {arch}") if x)
     head = (f"checkpoint {checkpoint}" if checkpoint else "The checkpoint") + " does not fit the model built" \
         + (f" for {data}" if data else "") + (f" ({built})" if built else "")
     parts = []

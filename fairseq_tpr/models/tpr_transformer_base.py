@@ -155,4 +155,4 @@ def explain_state_dict_mismatch(model: nn.Module, state_dict: Dict, family: str)
     mismatch = from_shapes({k: v.shape for k, v in model.state_dict().items()},
                            {k: v.shape for k, v in state_dict.items() if hasattr(v, "shape")})
     if mismatch is not None:
-        raise ConfigError(explain(mismatch._replace(model_family=family), arch=model_arch(model) or "?"))
+        raise ConfigError(explain(mismatch, arch=model_arch(model) or "?", model=family))
