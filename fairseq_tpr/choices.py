@@ -18,7 +18,7 @@ PROBE_REPRESENTATIONS = ("role", "filler", "tpr", "layer")
 CAPTURE_COMPONENTS = ("role", "filler", "tpr", "role_attn", "attn", "out")
 ROLE_COMPONENTS = ("role", "filler", "tpr", "role_attn")
 
-# fairseq-tpr-pos-tagger; modules/pos_tagger.py
+# fairseq-tpr-pos-tagger; grammar/tagger_model.py
 POS_FEATURES = ("unbinding", "words", "both")
 POS_SCORERS = ("factored", "linear")
 POS_CONTEXTS = ("blstm", "none")

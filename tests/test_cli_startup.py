@@ -93,7 +93,7 @@ def test_the_scripts_and_the_library_read_one_copy_of_their_choices():
     from fairseq_tpr.analysis import template_similarity as ts
     from fairseq_tpr.cli import caption_score, parse, pos_tagger, probe, roles, score, template_similarity
     from fairseq_tpr.grammar import parser_model
-    from fairseq_tpr.modules import pos_tagger as modules_pos
+    from fairseq_tpr.grammar import tagger_model as modules_pos
     from fairseq_tpr.scoring import SCORERS, captions, text
 
     assert tuple(SCORERS) == score.SCORERS is choices.SCORER_KEYS

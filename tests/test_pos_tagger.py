@@ -11,7 +11,7 @@ from fairseq_tpr.corpora.pos import detect_format, read_conllu, read_tagged, rea
 from fairseq_tpr.errors import InputError
 from fairseq_tpr.grammar.unbinding_dump import check_alignment, load_unbinding
 from fairseq_tpr.modules.factored_linear import FactoredLinear
-from fairseq_tpr.modules.pos_tagger import BiLSTMPosTagger, tagging_loss
+from fairseq_tpr.grammar.tagger_model import BiLSTMPosTagger, tagging_loss
 
 torch.set_num_threads(1)
 

@@ -69,7 +69,7 @@ def main(argv=None):
     register()  # torch, fairseq and the plugin (fairseq_tpr/__init__.py), after the arguments are parsed
     import torch
 
-    from fairseq_tpr.grammar import pos_tagger as pos
+    from fairseq_tpr.grammar import tagger as pos
 
     torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", torch.get_num_threads()))))
     given = [s for s in GRAMMAR_SPLITS if getattr(args, f"{s}_tags")]

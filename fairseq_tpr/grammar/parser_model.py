@@ -43,15 +43,15 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..modules.factored_linear import FactoredLinear
-from ..modules.pos_tagger import BLSTMContext, FactoredScorer
+from .tagger_model import BLSTMContext, FactoredScorer
 from ..choices import LAYER_INPUTS, PARSER_FEATURES, SEGMENT_TARGETS
 
 
 
 class LayerNet(nn.Module):
     """``a_t = W_fwd(z_{1,t}) h_fwd_t + W_bwd(z_{1,t}) h_bwd_t`` over ``BLSTM(x)`` (Eq. 10-11): the
-    POS tagger's BLSTM (:class:`~fairseq_tpr.modules.pos_tagger.BLSTMContext`, Eq. 8) and its
-    factored scorer (:class:`~fairseq_tpr.modules.pos_tagger.FactoredScorer`, Eq. 9-10), with
+    POS tagger's BLSTM (:class:`~fairseq_tpr.grammar.tagger_model.BLSTMContext`, Eq. 8) and its
+    factored scorer (:class:`~fairseq_tpr.grammar.tagger_model.FactoredScorer`, Eq. 9-10), with
     the POS tag ``z_{1,t}`` where the tagger has the word."""
 
     # the state-dict keys of checkpoints written before the net was built from the tagger's modules

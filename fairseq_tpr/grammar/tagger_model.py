@@ -53,7 +53,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .factored_linear import FactoredLinear
+from ..modules.factored_linear import FactoredLinear
 from ..choices import POS_CONTEXTS, POS_FEATURES, POS_SCORERS
 
 

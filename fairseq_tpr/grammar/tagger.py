@@ -1,7 +1,7 @@
 """Training and evaluation of ATPL's BiLSTM POS tagger (Huang et al., Section 5, Eq. 8-10) on
 unbinding vectors or words: the library of ``fairseq-tpr-pos-tagger``.
 
-The tagger itself is :class:`~fairseq_tpr.modules.pos_tagger.BiLSTMPosTagger` (a torch module with
+The tagger itself is :class:`~fairseq_tpr.grammar.tagger_model.BiLSTMPosTagger` (a torch module with
 the paper's equations); this module holds everything around it:
 
 * :func:`load_data`: the tag files (CoNLL-U or word/TAG) and ``fairseq-tpr-unbinding`` dumps of
@@ -27,7 +27,7 @@ import torch
 from ..checkpoint_io import atomic_write
 from ..corpora.pos import read_tagged
 from ..errors import CheckpointError, ConfigError, InputError
-from ..modules.pos_tagger import BiLSTMPosTagger, tagging_loss
+from .tagger_model import BiLSTMPosTagger, tagging_loss
 from .training import Validation, optimizer_step, train_early_stopping
 from .unbinding_dump import check_alignment, load_unbinding
 from ..choices import GRAMMAR_SPLITS
