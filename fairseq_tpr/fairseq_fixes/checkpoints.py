@@ -146,78 +146,93 @@ def fix_checkpoint_mismatch_load() -> None:
     or ``--restore-file``) replace whatever ``load_state_dict`` raised by a bare ``Exception("Cannot
     load model parameters from checkpoint ...")``: when what it replaced is one of the two errors
     above, we raise the same ``ConfigError`` instead. Test: ``tests/test_bad_flags.py``."""
-    import os
-
     from fairseq import checkpoint_utils
     from fairseq.trainer import Trainer
 
+    patch(checkpoint_utils, "load_model_ensemble_and_task", _ensemble_loader_that_explains)
+    patch(Trainer, "load_checkpoint", _restore_that_explains)
+
+
+def _does_not_fit(filename, error, data):
+    """The ConfigError for *error* while checkpoint *filename* is loaded for the data directory *data*:
+    the plugin's own ConfigError with the checkpoint (and data) named, torch's load error explained
+    (:mod:`fairseq_tpr.checkpoint_mismatch`), or None for any other error."""
     from ..checkpoint_mismatch import explain, from_load_error
-    from ..errors import ConfigError, InputError
+    from ..errors import ConfigError
 
-    def does_not_fit(filename, error, data):
-        """The ConfigError for *error* while checkpoint *filename* is loaded for *data*, or None."""
-        if isinstance(error, ConfigError):
-            if str(filename) in str(error):
-                return error
-            dictionaries = _data_dictionaries(data)
-            named = data and any(f in str(error) for f in dictionaries.split(", "))
-            return ConfigError(f"checkpoint {filename}" + ("" if named or not data else f" (data: {dictionaries})")
-                               + f": {error}")
-        mismatch = from_load_error(str(error)) if isinstance(error, RuntimeError) else None
-        if mismatch is not None:
-            return ConfigError(explain(mismatch, checkpoint=filename, data=data or None,
-                                       data_dictionaries=_data_dictionaries(data) if data else None,
-                                       trained_on=_training_dictionaries(filename)))
-        return None
+    if isinstance(error, ConfigError):
+        if str(filename) in str(error):
+            return error
+        dictionaries = _data_dictionaries(data)
+        named = data and any(f in str(error) for f in dictionaries.split(", "))
+        return ConfigError(f"checkpoint {filename}" + ("" if named or not data else f" (data: {dictionaries})")
+                           + f": {error}")
+    mismatch = from_load_error(str(error)) if isinstance(error, RuntimeError) else None
+    if mismatch is not None:
+        return ConfigError(explain(mismatch, checkpoint=filename, data=data or None,
+                                   data_dictionaries=_data_dictionaries(data) if data else None,
+                                   trained_on=_training_dictionaries(filename)))
+    return None
 
-    def build(original):
-        def load_one(filename, arg_overrides, task, strict, suffix, num_shards, state):
-            data = getattr(getattr(task, "cfg", None), "data", None) or (arg_overrides or {}).get("data")
-            try:
-                return original([filename], arg_overrides, task, strict, suffix, num_shards, state)
-            except (ConfigError, RuntimeError) as error:
-                clear = does_not_fit(filename, error, data)
-                if clear is None or clear is error:
-                    raise
-                raise clear from None
-            except OSError as error:
-                if not str(error).startswith("Model file not found"):
-                    raise
-                folder = os.path.dirname(os.path.abspath(filename))
-                found = sorted(n for n in os.listdir(folder) if n.endswith(".pt")) if os.path.isdir(folder) else []
-                there = (f"{folder} holds {', '.join(found[:8])}" if found
-                         else f"{folder} holds no .pt file" if os.path.isdir(folder) else f"{folder} does not exist")
-                raise InputError(f"checkpoint {filename} does not exist ({there}): pass the path of a checkpoint "
-                                 f"(e.g. --path SAVE_DIR/checkpoint_best.pt)") from None
 
-        def load_model_ensemble_and_task(filenames, arg_overrides=None, task=None, strict=True, suffix="",
-                                         num_shards=1, state=None):
-            if len(filenames) == 1:
-                return load_one(filenames[0], arg_overrides, task, strict, suffix, num_shards, state)
-            if state is not None or not filenames:  # fairseq's own assert, or nothing to load
-                return original(filenames, arg_overrides, task, strict, suffix, num_shards, state)
-            ensemble, cfg = [], None
-            for filename in filenames:
-                models, cfg, task = load_one(filename, arg_overrides, task, strict, suffix, num_shards, None)
-                ensemble.extend(models)
-            return ensemble, cfg, task
+def _missing_checkpoint(filename):
+    """The InputError of a checkpoint path that does not exist, naming what its folder holds."""
+    import os
 
-        return load_model_ensemble_and_task
+    from ..errors import InputError
 
-    patch(checkpoint_utils, "load_model_ensemble_and_task", build)
+    folder = os.path.dirname(os.path.abspath(filename))
+    found = sorted(n for n in os.listdir(folder) if n.endswith(".pt")) if os.path.isdir(folder) else []
+    there = (f"{folder} holds {', '.join(found[:8])}" if found
+             else f"{folder} holds no .pt file" if os.path.isdir(folder) else f"{folder} does not exist")
+    return InputError(f"checkpoint {filename} does not exist ({there}): pass the path of a checkpoint "
+                      f"(e.g. --path SAVE_DIR/checkpoint_best.pt)")
 
-    def build_restore(original_restore):
-        def load_checkpoint(self, filename, *args, **kwargs):
-            try:
-                return original_restore(self, filename, *args, **kwargs)
-            except Exception as error:  # noqa: BLE001  (fairseq raises a bare Exception here)
-                if type(error) is not Exception or not str(error).startswith("Cannot load model parameters"):
-                    raise
-                clear = does_not_fit(filename, error.__context__, self.cfg.task.data)
-                if clear is None:
-                    raise
-                raise clear from None
 
-        return load_checkpoint
+def _ensemble_loader_that_explains(original):
+    """fairseq's ``load_model_ensemble_and_task``, one checkpoint at a time, its errors explained."""
+    from ..errors import ConfigError
 
-    patch(Trainer, "load_checkpoint", build_restore)
+    def load_one(filename, arg_overrides, task, strict, suffix, num_shards, state):
+        data = getattr(getattr(task, "cfg", None), "data", None) or (arg_overrides or {}).get("data")
+        try:
+            return original([filename], arg_overrides, task, strict, suffix, num_shards, state)
+        except (ConfigError, RuntimeError) as error:
+            clear = _does_not_fit(filename, error, data)
+            if clear is None or clear is error:
+                raise
+            raise clear from None
+        except OSError as error:
+            if not str(error).startswith("Model file not found"):
+                raise
+            raise _missing_checkpoint(filename) from None
+
+    def load_model_ensemble_and_task(filenames, arg_overrides=None, task=None, strict=True, suffix="",
+                                     num_shards=1, state=None):
+        if len(filenames) == 1:
+            return load_one(filenames[0], arg_overrides, task, strict, suffix, num_shards, state)
+        if state is not None or not filenames:  # fairseq's own assert, or nothing to load
+            return original(filenames, arg_overrides, task, strict, suffix, num_shards, state)
+        ensemble, cfg = [], None
+        for filename in filenames:
+            models, cfg, task = load_one(filename, arg_overrides, task, strict, suffix, num_shards, None)
+            ensemble.extend(models)
+        return ensemble, cfg, task
+
+    return load_model_ensemble_and_task
+
+
+def _restore_that_explains(original_restore):
+    """fairseq's ``Trainer.load_checkpoint``, its bare "Cannot load model parameters" explained."""
+    def load_checkpoint(self, filename, *args, **kwargs):
+        try:
+            return original_restore(self, filename, *args, **kwargs)
+        except Exception as error:  # noqa: BLE001  (fairseq raises a bare Exception here)
+            if type(error) is not Exception or not str(error).startswith("Cannot load model parameters"):
+                raise
+            clear = _does_not_fit(filename, error.__context__, self.cfg.task.data)
+            if clear is None:
+                raise
+            raise clear from None
+
+    return load_checkpoint
