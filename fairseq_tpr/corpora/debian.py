@@ -355,10 +355,19 @@ class _UnionFind:
 def extract(source_of, descriptions, args):
     """-> (summarization examples, en-de examples, counts); each example a dict with
     ``split``, ``package``, ``source``, ``target``, ``kind``."""
-    en = descriptions["en"]
     counts = Counter()
+    entries = _entries(source_of, descriptions["en"], counts)
+    _assign_groups(entries, args, counts)
+    summ = _summarization_pairs(entries, args, counts)
+    pairs = _translation_pairs(entries, descriptions.get("de", {}), args, counts)
+    return summ, pairs, counts
+
+
+def _entries(source_of, en, counts):
+    """One entry per English Description-md5 (its packages, source packages, synopsis and paragraphs),
+    in a fixed order."""
     counts["translation_en_md5"] = len(en)
-    entries = []  # one per English Description-md5
+    entries = []
     for md5, (text, packages) in en.items():
         packages = sorted(set(packages))
         srcs = sorted({source_of.get(p, p) for p in packages})
@@ -367,8 +376,12 @@ def extract(source_of, descriptions, args):
         entries.append({"md5": md5, "package": packages[0], "source_pkg": srcs[0], "sources": srcs,
                         "synopsis": synopsis, "paragraphs": paragraphs})
     entries.sort(key=lambda e: (e["source_pkg"], e["package"], e["md5"]))
+    return entries
 
-    # groups: source packages, merged when they share a (non-boilerplate) first paragraph
+
+def _assign_groups(entries, args, counts):
+    """Each entry's ``group`` (source packages, merged when they share a non-boilerplate first paragraph)
+    and the ``split`` of that group."""
     uf = _UnionFind()
     first_par = defaultdict(set)
     for e in entries:
@@ -387,7 +400,9 @@ def extract(source_of, descriptions, args):
     counts["groups"] = len({e["group"] for e in entries})
     counts["source_packages"] = len({e["source_pkg"] for e in entries})
 
-    # summarization: long description -> synopsis
+
+def _summarization_pairs(entries, args, counts):
+    """Summarization examples: long description -> synopsis, each drop counted by its reason."""
     summ, seen_source, per_source = [], set(), Counter()
     for e in entries:
         source = " ".join(e["paragraphs"])
@@ -407,9 +422,12 @@ def extract(source_of, descriptions, args):
             summ.append({"split": e["split"], "package": e["package"], "group": e["group"], "source": source,
                          "target": e["synopsis"], "kind": "description"})
     counts["summ_pairs"] = len(summ)
+    return summ
 
-    # en-de: DDTP translations under the same Description-md5
-    de = descriptions.get("de", {})
+
+def _translation_pairs(entries, de, args, counts):
+    """en-de examples: the DDTP translations under the same Description-md5, synopsis and paragraph by
+    paragraph, each drop counted by its reason."""
     counts["translation_de_md5"] = len(de)
     pairs, seen_en = [], set()
     for e in entries:
@@ -436,7 +454,7 @@ def extract(source_of, descriptions, args):
                 counts[f"de_{kind}_pairs"] += 1
                 pairs.append({"split": e["split"], "package": e["package"], "group": e["group"], "source": a,
                               "target": b, "kind": kind})
-    return summ, pairs, counts
+    return pairs
 
 
 def to_raw_splits(examples):
