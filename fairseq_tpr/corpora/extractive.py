@@ -429,82 +429,101 @@ def _given_requirements(given, n, where):
 
 
 def build_split(pref, split, args, encoder, writer_cls=SplitWriter):
+    """Read, label, parse and encode one split (``pref``) into ``args.destdir``; returns its summary."""
     from tqdm import tqdm
 
     docs, info = read_split(pref, args)
     k = args.oracle_k or ORACLE_K[args.unit]
     conversion = getattr(args, "dependency_conversion", "hirao")
     random_seed = getattr(args, "random_trees", None)
-    writer = writer_cls(args.destdir, split)
-    n_truncated, n_pos, any_requires = 0, 0, False
-    ready = []  # (units, labels, nodes, parents, summary, requires) per document, then every unit encoded at once
+    ready = []  # per document: units, labels, nodes, parents, summary, requires, truncated, requires known
     for d in tqdm(docs, desc=f"{split} (oracle, trees)", unit="doc", file=sys.stderr, mininterval=1.0,
                   disable=getattr(args, "no_progress", False)):
-        units, summary, tree_text, labels, where = d["units"], d["summary"], d["tree"], d["labels"], d["where"]
-        sentence = None
-        if tree_text and getattr(args, "units_from_trees", False):
-            tree, texts = read_tree(tree_text, None, where)
-            if texts is None or any(t is None for t in texts):
-                raise InputError(f"{where}: the tree does not give the text of every unit, which --units-from-trees "
-                                 f"needs ((text _!...!_) on every leaf, as preprocess/rst_parse writes)")
-            tree_units, sentence = sentence_marks(texts)
-            if units is not None and _spelling("".join(units)) != _spelling("".join(tree_units)):
-                tree_at, doc_at = _first_difference(_spelling("".join(tree_units)), _spelling("".join(units)))
-                raise InputError(f"{where}: the tree's units do not spell the document (is the tree directory from "
-                                 f"this input?); comparing letters and digits, they part at tree {tree_at!r} vs "
-                                 f"document {doc_at!r}")
-            units = tree_units
-            if labels is not None and len(labels) != len(units):
-                raise InputError(f"{where}: {len(labels)} labels but the tree has {len(units)} units")
-        if len(units) > args.max_units:
-            if tree_text or not args.truncate:
-                raise ConfigError(f"{where}: {len(units)} units, more than --max-units {args.max_units}"
-                                 + ("" if tree_text else " (pass --truncate to cut documents)")
-                                 + (": an RST tree cannot be cut; raise --max-units" if tree_text else ""))
-            units, labels = units[:args.max_units], labels[:args.max_units] if labels is not None else None
-            n_truncated += 1
-        if tree_text and not getattr(args, "units_from_trees", False):
-            tree, texts = read_tree(tree_text, len(units), where)
-            sentence = sentence_marks(texts)[1] if texts and all(t is not None for t in texts) else None
-        elif not tree_text:
-            tree = right_branching_tree(len(units))
-        if random_seed is not None:  # the control: the same units, a random tree (module docstring)
-            tree = random_tree(len(units), random.Random(f"{random_seed}/{split}/{d['number']}"), RELATION_CLASSES)
-        if labels is None:
-            chosen = greedy_oracle(units, summary, k)
-            labels = [1 if i in chosen else 0 for i in range(len(units))]
-        labels = [int(x) for x in labels]
-        n_pos += sum(labels)
-        nodes, parents = tree_to_arrays(tree, conversion)
-        if d["requires"] is not None:
-            requires = _given_requirements(d["requires"], len(units), where)
-        else:
-            requires = unit_requirements(tree, parents, sentence)
-        any_requires = any_requires or d["requires"] is not None or sentence is not None
-        ready.append((list(units), labels, nodes, parents, summary, requires))
-    vectors = encoder.encode([u for d in ready for u in d[0]])  # N x unit_dim, documents one after another
+        ready.append(_prepare_document(d, args, split, k, conversion, random_seed))
+    writer = writer_cls(args.destdir, split)
+    vectors = encoder.encode([u for r in ready for u in r[0]])  # N x unit_dim, every unit encoded at once
     start = 0
-    for units, labels, nodes, parents, summary, _ in ready:
+    for units, labels, nodes, parents, summary, *_ in ready:
         writer.add(vectors[start:start + len(units)], labels, nodes, parents, units, summary)
         start += len(units)
     writer.write()
-    requires_path = Path(args.destdir) / f"{split}.requires.jsonl"
-    if any_requires:
-        with open(requires_path, "w", encoding="utf-8") as f:
-            for r in ready:
-                f.write(json.dumps(r[5]) + "\n")
-    elif requires_path.exists():  # from an earlier build of this split
-        requires_path.unlink()
+    any_requires = any(r[7] for r in ready)
+    _write_requires(Path(args.destdir) / f"{split}.requires.jsonl", [r[5] for r in ready] if any_requires else None)
+    return _split_summary(pref, split, args, docs, info, ready, writer.n_units, conversion, random_seed, any_requires)
+
+
+def _prepare_document(d, args, split, k, conversion, random_seed):
+    """One document of :func:`read_split`: its units (from its tree with ``--units-from-trees``; cut to
+    ``--max-units`` with ``--truncate``), oracle labels, tree arrays and unit requirements:
+    ``(units, labels, nodes, parents, summary, requires, truncated, requires known)``."""
+    units, summary, tree_text, labels, where = d["units"], d["summary"], d["tree"], d["labels"], d["where"]
+    sentence, truncated = None, False
+    if tree_text and getattr(args, "units_from_trees", False):
+        tree, texts = read_tree(tree_text, None, where)
+        if texts is None or any(t is None for t in texts):
+            raise InputError(f"{where}: the tree does not give the text of every unit, which --units-from-trees "
+                             f"needs ((text _!...!_) on every leaf, as preprocess/rst_parse writes)")
+        tree_units, sentence = sentence_marks(texts)
+        if units is not None and _spelling("".join(units)) != _spelling("".join(tree_units)):
+            tree_at, doc_at = _first_difference(_spelling("".join(tree_units)), _spelling("".join(units)))
+            raise InputError(f"{where}: the tree's units do not spell the document (is the tree directory from "
+                             f"this input?); comparing letters and digits, they part at tree {tree_at!r} vs "
+                             f"document {doc_at!r}")
+        units = tree_units
+        if labels is not None and len(labels) != len(units):
+            raise InputError(f"{where}: {len(labels)} labels but the tree has {len(units)} units")
+    if len(units) > args.max_units:
+        if tree_text or not args.truncate:
+            raise ConfigError(f"{where}: {len(units)} units, more than --max-units {args.max_units}"
+                              + ("" if tree_text else " (pass --truncate to cut documents)")
+                              + (": an RST tree cannot be cut; raise --max-units" if tree_text else ""))
+        units, labels = units[:args.max_units], labels[:args.max_units] if labels is not None else None
+        truncated = True
+    if tree_text and not getattr(args, "units_from_trees", False):
+        tree, texts = read_tree(tree_text, len(units), where)
+        sentence = sentence_marks(texts)[1] if texts and all(t is not None for t in texts) else None
+    elif not tree_text:
+        tree = right_branching_tree(len(units))
+    if random_seed is not None:  # the control: the same units, a random tree (module docstring)
+        tree = random_tree(len(units), random.Random(f"{random_seed}/{split}/{d['number']}"), RELATION_CLASSES)
+    if labels is None:
+        chosen = greedy_oracle(units, summary, k)
+        labels = [1 if i in chosen else 0 for i in range(len(units))]
+    labels = [int(x) for x in labels]
+    nodes, parents = tree_to_arrays(tree, conversion)
+    if d["requires"] is not None:
+        requires = _given_requirements(d["requires"], len(units), where)
+    else:
+        requires = unit_requirements(tree, parents, sentence)
+    known = d["requires"] is not None or sentence is not None
+    return list(units), labels, nodes, parents, summary, requires, truncated, known
+
+
+def _write_requires(path: Path, requires) -> None:
+    """``SPLIT.requires.jsonl`` (one JSON list per document) when any document's requirements are known,
+    else no such file (one of an earlier build of the split is removed)."""
+    if requires is not None:
+        with open(path, "w", encoding="utf-8") as f:
+            for r in requires:
+                f.write(json.dumps(r) + "\n")
+    elif path.exists():
+        path.unlink()
+
+
+def _split_summary(pref, split, args, docs, info, ready, n_units, conversion, random_seed, any_requires):
+    """The line printed and the summary returned for a built split."""
+    n_pos = sum(sum(r[1]) for r in ready)
+    n_truncated = sum(r[6] for r in ready)
     sources = [d["tree_source"] for d in docs]
     source = sources[0] if len(set(sources)) == 1 else "mixed"
     dropped = info["dropped"]
-    print(f"{split}: {len(docs)} documents, {writer.n_units} units, {n_pos} oracle units, trees: {source}"
+    print(f"{split}: {len(docs)} documents, {n_units} units, {n_pos} oracle units, trees: {source}"
           + (f" (seed {random_seed})" if random_seed is not None else "")
           + (f" ({sources.count('rst')} rst, {sources.count('right-branching')} right-branching)"
              if source == "mixed" else "")
           + (f", {n_truncated} documents truncated to {args.max_units} units" if n_truncated else "")
           + (f", {len(dropped)} documents dropped without a tree" if dropped else ""), file=sys.stderr)
-    out = {"documents": len(docs), "units": writer.n_units, "oracle_units": n_pos, "tree_source": source,
+    out = {"documents": len(docs), "units": n_units, "oracle_units": n_pos, "tree_source": source,
            "truncated": n_truncated, "dependency_conversion": conversion,
            "units_from_trees": bool(getattr(args, "units_from_trees", False)),
            "requires": f"{split}.requires.jsonl" if any_requires else None}
