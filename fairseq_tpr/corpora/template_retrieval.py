@@ -324,6 +324,45 @@ def retrieve(raw_dir, out=None, source_ext="source", target_ext="target", splits
     if on_empty_query not in EMPTY_QUERY_POLICIES:
         raise ConfigError(f"--on-empty-query must be one of {', '.join(EMPTY_QUERY_POLICIES)} (got {on_empty_query!r})")
     split_list = [s for s in splits if s]
+    train = _read_training(raw, source_ext, target_ext, copy_from, exclude_same, random_templates, split_list)
+    queries, sources, empty = _read_queries(raw, source_ext, split_list, splits, train["articles"], on_empty_query)
+    skipped = {split: set(lines) if on_empty_query == "skip" else set() for split, lines in empty.items()}
+    if "train" in queries:
+        _check_train_queries(train, skipped["train"], keep_duplicates, random_templates, exclude_same)
+    articles, summaries, templates, usable = train["articles"], train["summaries"], train["templates"], train["usable"]
+    if top_k > len(usable) and not random_templates:
+        with_summary = f" ({len(usable)} with a non-empty summary)" if len(usable) < len(articles) else ""
+        _warn(f"--top-k {top_k} but the index has only {len(articles)} training articles{with_summary}: "
+              f"keeping at most {len(usable)} candidates per query")
+    out.mkdir(parents=True, exist_ok=True)
+    retriever = None if random_templates else TemplateRetriever(
+        articles, [s if t.strip() else "" for s, t in zip(summaries, templates)], stopwords=stopwords,
+        keep_duplicates=keep_duplicates, threads=threads, show_progress=show_progress, max_df=max_df,
+        family=train["family"])
+    rng = np.random.default_rng(seed)
+    for split, qs in queries.items():
+        is_train = split == "train"
+        if random_templates:
+            cands = [[] if i in skipped[split] else
+                     _random_candidate(rng, usable, train["is_usable"], i if is_train else None) for i in range(len(qs))]
+        else:
+            cands = [[] if i in skipped[split] else kept
+                     for i, kept in enumerate(retriever.candidates(qs, top_k, train_split=is_train))]
+        _check_candidates(split, qs, cands, skipped[split], top_k, len(usable), random_templates, sources[split])
+        chosen = [-1 if not kept else _rerank(q, kept, articles) if rerank == "rouge1" else kept[0][0]
+                  for q, kept in zip(qs, cands)]
+        _write_templates(out, split, chosen, cands, templates)
+        if empty[split]:
+            what = ("an empty template and id -1 (drop those lines before preprocess/templates.sh)"
+                    if on_empty_query == "skip" else "a fallback template")
+            _warn(f"{sources[split]}: {len(empty[split])} empty source line(s) (first: line {empty[split][0] + 1}); "
+                  f"--on-empty-query {on_empty_query} gave them {what}")
+        print(f"{split}: {len(qs)} templates -> {out / f'{split}.template'}")
+
+
+def _read_training(raw, source_ext, target_ext, copy_from, exclude_same, random_templates, split_list):
+    """The training side, checked: articles, summaries, the templates' text (``--copy-from``), the
+    ``--exclude-same`` groups, which summaries can be templates (non-empty, and so their template line)."""
     train_src, train_tgt = raw / f"train.{source_ext}", raw / f"train.{target_ext}"
     articles = _read_checked(train_src, "the training articles")
     summaries = _read_checked(train_tgt, "the training summaries")
@@ -354,6 +393,13 @@ def retrieve(raw_dir, out=None, source_ext="source", target_ext="target", splits
     if len(usable) == 0:
         raise InputError(f"no training article has a non-empty summary in {summary_files}: templates are "
                          f"training summaries, so there is nothing to retrieve (--splits {','.join(split_list)})")
+    return {"articles": articles, "summaries": summaries, "templates": templates, "family": family,
+            "is_usable": is_usable, "usable": usable, "source_path": train_src, "summary_files": summary_files}
+
+
+def _read_queries(raw, source_ext, split_list, splits, articles, on_empty_query):
+    """Every split's queries (the training articles for train), its source path and its empty lines; an
+    empty line is an InputError unless ``--on-empty-query`` says otherwise."""
     queries, sources, empty = {}, {}, {}
     for split in split_list:  # every input checked before the index is built
         path = sources[split] = raw / f"{split}.{source_ext}"
@@ -366,69 +412,63 @@ def retrieve(raw_dir, out=None, source_ext="source", target_ext="target", splits
                              f"file): there is nothing to retrieve a template with; remove the empty lines (and their "
                              f"targets), or pass --on-empty-query skip (empty template, id -1) or fallback (a template "
                              f"anyway)")
-    skipped = {split: set(lines) if on_empty_query == "skip" else set() for split, lines in empty.items()}
-    if "train" in queries:
-        copies_excluded = not (keep_duplicates or random_templates)
-        line = _train_query_without_template(is_usable, duplicate_groups(articles, not copies_excluded), family,
-                                             lambda i: i not in skipped["train"])
-        if line is not None:
-            reasons = ["this query's own"]
-            if copies_excluded:
-                reasons.append("an exact copy's (excluded unless --keep-duplicates)")
-            if family is not None:
-                reasons.append(f"its group's in train.{exclude_same} (--exclude-same)")
-            why = (f"the only non-empty summary in {summary_files} is this query's own (never its template)"
-                   if usable.tolist() == [line] else
-                   f"each of the {len(usable)} non-empty summaries in {summary_files} is " + " or ".join(reasons))
-            raise InputError(f"split 'train', line {line + 1} of {train_src}: no template can be retrieved for "
-                             f"this query: {why}; add training summaries, or leave train out of --splits")
-    if top_k > len(usable) and not random_templates:
-        with_summary = f" ({len(usable)} with a non-empty summary)" if len(usable) < len(articles) else ""
-        _warn(f"--top-k {top_k} but the index has only {len(articles)} training articles{with_summary}: "
-              f"keeping at most {len(usable)} candidates per query")
-    out.mkdir(parents=True, exist_ok=True)
-    retriever = None if random_templates else TemplateRetriever(
-        articles, [s if t.strip() else "" for s, t in zip(summaries, templates)], stopwords=stopwords,
-        keep_duplicates=keep_duplicates, threads=threads, show_progress=show_progress, max_df=max_df, family=family)
-    rng = np.random.default_rng(seed)
-    for split, qs in queries.items():
-        is_train = split == "train"
-        if random_templates:
-            cands = [[] if i in skipped[split] else _random_candidate(rng, usable, is_usable, i if is_train else None)
-                     for i in range(len(qs))]
-        else:
-            cands = [[] if i in skipped[split] else kept
-                     for i, kept in enumerate(retriever.candidates(qs, top_k, train_split=is_train))]
-        expected = min(top_k, len(usable))  # what the warning on the index size above promised
-        short = [len(kept) for i, kept in enumerate(cands) if i not in skipped[split] and len(kept) < expected]
-        if short and not random_templates:
-            _warn(f"--top-k {top_k}: {len(short)} of {len(qs) - len(skipped[split])} {split} queries kept fewer "
-                  f"than {expected} candidates (as few as {min(short)}) from {len(usable)} usable training summaries"
-                  + (": a training query's own article, its exact copies (unless --keep-duplicates) and its "
-                     "--exclude-same group are never its candidates" if is_train else ""))
-        missing = next((i for i, kept in enumerate(cands) if not kept and i not in skipped[split]), None)
-        if missing is not None:  # ruled out by the checks above (a bug if not): never write a misaligned file
-            raise RuntimeError(f"split {split!r}, line {missing + 1} of {sources[split]}: no training summary left "
-                               f"for this query although the checks before retrieval passed")
-        chosen = []
-        for q, kept in zip(qs, cands):
-            if not kept:
-                chosen.append(-1)
-            elif rerank == "rouge1" and len(kept) > 1:
-                q_tok = re.findall(WORD, q.lower())
-                best = max(range(len(kept)), key=lambda j: (rouge1_f(q_tok, re.findall(WORD, articles[kept[j][0]].lower())), -j))
-                chosen.append(kept[best][0])
-            else:
-                chosen.append(kept[0][0])
-        with open(out / f"{split}.template", "w", encoding="utf-8") as f:
-            for d in chosen:
-                f.write((templates[d] if d >= 0 else "") + "\n")
-        with open(out / f"{split}.template.ids", "w", encoding="utf-8") as f:
-            for d, kept in zip(chosen, cands):
-                f.write(f"{d}\t" + " ".join(f"{i}:{s:.4f}" for i, s in kept) + "\n")
-        if empty[split]:
-            what = ("an empty template and id -1 (drop those lines before preprocess/templates.sh)"
-                    if on_empty_query == "skip" else "a fallback template")
-            _warn(f"{sources[split]}: {len(empty[split])} empty source line(s) (first: line {empty[split][0] + 1}); "
-                  f"--on-empty-query {on_empty_query} gave them {what}")
-        print(f"{split}: {len(qs)} templates -> {out / f'{split}.template'}")
+    return queries, sources, empty
+
+
+def _check_train_queries(train, skipped, keep_duplicates, random_templates, exclude_same):
+    """An InputError naming the first training query that can have no template (its own summary, its
+    exact copies' and its group's are never its template)."""
+    copies_excluded = not (keep_duplicates or random_templates)
+    articles, usable = train["articles"], train["usable"]
+    line = _train_query_without_template(train["is_usable"], duplicate_groups(articles, not copies_excluded),
+                                         train["family"], lambda i: i not in skipped)
+    if line is None:
+        return
+    reasons = ["this query's own"]
+    if copies_excluded:
+        reasons.append("an exact copy's (excluded unless --keep-duplicates)")
+    if train["family"] is not None:
+        reasons.append(f"its group's in train.{exclude_same} (--exclude-same)")
+    summary_files = train["summary_files"]
+    why = (f"the only non-empty summary in {summary_files} is this query's own (never its template)"
+           if usable.tolist() == [line] else
+           f"each of the {len(usable)} non-empty summaries in {summary_files} is " + " or ".join(reasons))
+    raise InputError(f"split 'train', line {line + 1} of {train['source_path']}: no template can be retrieved for "
+                     f"this query: {why}; add training summaries, or leave train out of --splits")
+
+
+def _check_candidates(split, qs, cands, skipped, top_k, n_usable, random_templates, source):
+    """Warn when queries kept fewer than ``--top-k`` candidates; never let a query without one through."""
+    is_train = split == "train"
+    expected = min(top_k, n_usable)  # what the warning on the index size promised
+    short = [len(kept) for i, kept in enumerate(cands) if i not in skipped and len(kept) < expected]
+    if short and not random_templates:
+        _warn(f"--top-k {top_k}: {len(short)} of {len(qs) - len(skipped)} {split} queries kept fewer "
+              f"than {expected} candidates (as few as {min(short)}) from {n_usable} usable training summaries"
+              + (": a training query's own article, its exact copies (unless --keep-duplicates) and its "
+                 "--exclude-same group are never its candidates" if is_train else ""))
+    missing = next((i for i, kept in enumerate(cands) if not kept and i not in skipped), None)
+    if missing is not None:  # ruled out by the checks before retrieval (a bug if not): never write a misaligned file
+        raise RuntimeError(f"split {split!r}, line {missing + 1} of {source}: no training summary left "
+                           f"for this query although the checks before retrieval passed")
+
+
+def _rerank(query, kept, articles):
+    """``--rerank rouge1``: of the candidates, the one whose article has the best ROUGE-1 F against the
+    query (ties to the higher-ranked)."""
+    if len(kept) == 1:
+        return kept[0][0]
+    q_tok = re.findall(WORD, query.lower())
+    best = max(range(len(kept)), key=lambda j: (rouge1_f(q_tok, re.findall(WORD, articles[kept[j][0]].lower())), -j))
+    return kept[best][0]
+
+
+def _write_templates(out, split, chosen, cands, templates):
+    """``OUT/SPLIT.template`` (the chosen summary's text, empty for -1) and ``.template.ids`` (the chosen
+    index, then every candidate with its score)."""
+    with open(out / f"{split}.template", "w", encoding="utf-8") as f:
+        for d in chosen:
+            f.write((templates[d] if d >= 0 else "") + "\n")
+    with open(out / f"{split}.template.ids", "w", encoding="utf-8") as f:
+        for d, kept in zip(chosen, cands):
+            f.write(f"{d}\t" + " ".join(f"{i}:{s:.4f}" for i, s in kept) + "\n")
