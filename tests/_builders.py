@@ -56,3 +56,19 @@ class CaptioningTask:
             data = "DATA"
 
         self.cfg = cfg
+
+
+def decode_step_by_step(model, prev, encoder_out, reorder=None):
+    """The decoder's output for ``prev`` (``B x T``) one position at a time through fairseq's incremental
+    state, the steps concatenated (``B x T x ...``): what the teacher-forced full pass must equal. With
+    ``reorder`` (a permutation of the batch), after the second step the cached state and the encoder output
+    are reordered by it and then by its inverse, as beam search reorders them: the cache must follow."""
+    state, steps = {}, []
+    for t in range(prev.size(1)):
+        steps.append(model.decoder(prev[:, : t + 1], encoder_out, incremental_state=state)[0])
+        if reorder is not None and t == 1:
+            perm = torch.tensor(reorder)
+            for order in (perm, torch.argsort(perm)):
+                model.decoder.reorder_incremental_state_scripting(state, order)
+                encoder_out = model.encoder.reorder_encoder_out(encoder_out, order)
+    return torch.cat(steps, dim=1)

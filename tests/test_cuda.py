@@ -24,7 +24,7 @@ import torch
 from fairseq.models import ARCH_MODEL_REGISTRY
 from fairseq.sequence_generator import SequenceGenerator
 
-from _builders import build, random_batch
+from _builders import build, decode_step_by_step, random_batch
 from test_atpl_precision import FEATURE_DIM, _is_autoencoder, build_captioner
 from test_cli_end_to_end import (_check_all_test_sentences, _generate_args, _num_updates, _ok, _out,
                                  _train_args, work)  # noqa: F401  (work: the binarized reversal task)
@@ -88,10 +88,7 @@ def _full(model, net_input):
 
 def _incremental(model, net_input):
     """The same logits, one target position at a time through fairseq's incremental state."""
-    enc = _encode(model, net_input)
-    prev, state = net_input["prev_output_tokens"], {}
-    return torch.cat([model.decoder(prev[:, : t + 1], enc, incremental_state=state)[0]
-                      for t in range(prev.size(1))], dim=1)
+    return decode_step_by_step(model, net_input["prev_output_tokens"], _encode(model, net_input))
 
 
 @pytest.mark.parametrize("name", DECODERS + SYNTHESIZERS)
@@ -270,11 +267,9 @@ def test_fused_role_binding_fp32_model_decodes_incrementally_and_beam_searches_a
     with torch.no_grad():
         enc = fused.encoder(src, src_len)
         full, _ = fused.decoder(prev, encoder_out=enc)
-        state, steps = {}, []
-        for t in range(prev.size(1)):
-            steps.append(fused.decoder(prev[:, : t + 1], encoder_out=enc, incremental_state=state)[0])
+        steps = decode_step_by_step(fused, prev, enc)
         full_eager, _ = eager.decoder(prev, encoder_out=eager.encoder(src, src_len))
-    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(steps, full, atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(full, full_eager, atol=1e-4, rtol=1e-4)
     sample = {"net_input": {"src_tokens": src, "src_lengths": src_len}}
     hyps = []

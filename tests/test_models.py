@@ -8,7 +8,7 @@ from fairseq_tpr.models.tp_transformer import TPTransformerModel
 from fairseq_tpr.models.tp_transformer_d import TPTransformerDModel
 from fairseq_tpr.modules import DiscreteRoleBinding, TPMultiheadAttention
 
-from _builders import build, random_batch, toy_dictionary
+from _builders import build, decode_step_by_step, random_batch, toy_dictionary
 
 EXACT = 1e-10  # invariance tests run in float64, where batch/step differences are rounding at 1e-16
 TINY = ["tp_transformer_tiny", "tp_transformer_d_tiny", "transformer_tp_tiny", "tp_transformer_math_small"]
@@ -96,24 +96,7 @@ def _full_vs_incremental(model, d, reorder=None):
     with torch.no_grad():
         enc = model.encoder(src, src_len)
         full, _ = model.decoder(prev, encoder_out=enc)
-        state = {}
-        steps = []
-        for t in range(prev.size(1)):
-            out, _ = model.decoder(prev[:, : t + 1], encoder_out=enc, incremental_state=state)
-            steps.append(out)
-            if reorder is not None and t == 1:
-                # reorder the batch (as beam search does) and undo it: cached state must follow
-                perm = torch.tensor(reorder)
-                inv = torch.argsort(perm)
-                model.decoder.reorder_incremental_state_scripting(state, perm)
-                enc = model.encoder.reorder_encoder_out(enc, perm)
-                prev, full = prev[perm], full[perm]
-                steps = [s[perm] for s in steps]
-                model.decoder.reorder_incremental_state_scripting(state, inv)
-                enc = model.encoder.reorder_encoder_out(enc, inv)
-                prev, full = prev[inv], full[inv]
-                steps = [s[inv] for s in steps]
-        return full, torch.cat(steps, dim=1)
+        return full, decode_step_by_step(model, prev, enc, reorder)
 
 
 @pytest.mark.parametrize("arch", ["tp_transformer_tiny", "tp_transformer_d_tiny", "tp_transformer_tiny --tpr-in decoder",

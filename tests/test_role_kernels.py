@@ -33,7 +33,7 @@ from fairseq.sequence_generator import SequenceGenerator  # noqa: E402
 from fairseq_tpr.modules import DiscreteRoleBinding, taps  # noqa: E402
 from fairseq_tpr.modules.role_kernels import fused_role_binding  # noqa: E402
 
-from _builders import build, random_batch  # noqa: E402
+from _builders import build, decode_step_by_step, random_batch  # noqa: E402
 
 U32 = 2.0 ** -24
 EXACT = 1e-12
@@ -146,10 +146,8 @@ def test_incremental_decoding_equals_the_full_pass():
     with torch.no_grad():
         enc = fused.encoder(src, src_len)
         full, _ = fused.decoder(prev, encoder_out=enc)
-        state, steps = {}, []
-        for t in range(prev.size(1)):
-            steps.append(fused.decoder(prev[:, : t + 1], encoder_out=enc, incremental_state=state)[0])
-    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-10, rtol=1e-10)
+        steps = decode_step_by_step(fused, prev, enc)
+    torch.testing.assert_close(steps, full, atol=1e-10, rtol=1e-10)
 
 
 def test_beam_search_gives_the_eager_paths_hypotheses():
