@@ -38,7 +38,7 @@ from ..checkpoint_io import atomic_write
 from ..errors import CheckpointError, ConfigError, InputError
 from . import evalb
 from .parser_model import ATPLParser, segment_decisions, segment_loss
-from .training import Validation, optimizer_step, train_early_stopping
+from .training import Validation, optimizer_step, percent, results_markdown, train_early_stopping
 from .tree_encoding import TreeEncoding, boundaries, build_tree, encode
 from ..corpora.ptb_trees import Tree, add_top, normalize, read_trees, strip_top
 from .unbinding_dump import UnbindingDump, load_unbinding
@@ -520,17 +520,11 @@ def result_row(split: str, res: evalb.EvalbResult, gold_seg: Optional[evalb.Eval
 
 
 def markdown(rows: List[dict], title: str) -> str:
-    def pct(x):
-        return "-" if x is None else f"{100 * x:.2f}"
-
-    lines = [f"### {title}", "",
-             "| split | trees | precision | recall | F1 | complete match | F1 with gold z_k (Table 3, col. 3) |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        g = r.get("gold_segments")
-        lines.append(f"| {r['split']} | {r['valid_sentences']} | {pct(r['precision'])} | {pct(r['recall'])} | "
-                     f"{pct(r['f1'])} | {pct(r['complete_match'])} | {pct(g['f1']) if g else '-'} |")
-    return "\n".join(lines)
+    columns = ["split", "trees", "precision", "recall", "F1", "complete match", "F1 with gold z_k (Table 3, col. 3)"]
+    return results_markdown(title, columns, [
+        [r["split"], r["valid_sentences"], percent(r["precision"]), percent(r["recall"]), percent(r["f1"]),
+         percent(r["complete_match"]), percent(r["gold_segments"]["f1"]) if r.get("gold_segments") else "-"]
+        for r in rows])
 
 
 def title(cfg) -> str:

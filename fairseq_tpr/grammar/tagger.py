@@ -28,7 +28,7 @@ from ..checkpoint_io import atomic_write
 from ..corpora.pos import read_tagged
 from ..errors import CheckpointError, ConfigError, InputError
 from .tagger_model import BiLSTMPosTagger, tagging_loss
-from .training import Validation, optimizer_step, train_early_stopping
+from .training import Validation, optimizer_step, percent, results_markdown, train_early_stopping
 from .unbinding_dump import check_alignment, load_unbinding
 from ..choices import GRAMMAR_SPLITS
 
@@ -199,16 +199,11 @@ def evaluate(model, splits, device, batch_size=32):
 
 
 def markdown(rows, title):
-    def pct(x):
-        return "-" if x is None else f"{100 * x:.2f}"
-
-    lines = [f"### {title}", "",
-             "| split | sentences | tokens | accuracy (%) | OOV tokens | OOV acc. (%) | ambiguous tokens | ambiguous acc. (%) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        lines.append(f"| {r['split']} | {r['sentences']} | {r['tokens']} | {pct(r['accuracy'])} | {r['oov_tokens']} | "
-                     f"{pct(r['oov_accuracy'])} | {r['ambiguous_tokens']} | {pct(r['ambiguous_accuracy'])} |")
-    return "\n".join(lines)
+    columns = ["split", "sentences", "tokens", "accuracy (%)", "OOV tokens", "OOV acc. (%)", "ambiguous tokens",
+               "ambiguous acc. (%)"]
+    return results_markdown(title, columns, [
+        [r["split"], r["sentences"], r["tokens"], percent(r["accuracy"]), r["oov_tokens"], percent(r["oov_accuracy"]),
+         r["ambiguous_tokens"], percent(r["ambiguous_accuracy"])] for r in rows])
 
 
 def title(cfg) -> str:

@@ -1,5 +1,6 @@
-"""The training loop that ATPL's POS tagger (:mod:`.pos_tagger`) and constituency parser
-(:mod:`.parser`) share: Adam with gradient clipping, one validation per epoch, early stopping.
+"""The training loop that ATPL's POS tagger (:mod:`.tagger`) and constituency parser
+(:mod:`.parser`) share: Adam with gradient clipping, one validation per epoch, early stopping; and
+their results table (:func:`results_markdown`).
 
 :func:`train_early_stopping` keeps the epoch with the best validation score (token accuracy for
 the tagger, EVALB F1 for the parser); an equal score with a lower validation loss counts as
@@ -157,3 +158,16 @@ def _flatten_random_state(state):
 def _as_random_state(flat):
     version, gauss, *internal = flat
     return version, tuple(internal), gauss
+
+
+def percent(x) -> str:
+    """A fraction as a percentage with two decimals; ``-`` for None."""
+    return "-" if x is None else f"{100 * x:.2f}"
+
+
+def results_markdown(title: str, columns, rows) -> str:
+    """``### title`` and a Markdown table of ``columns`` (names; the first left-aligned, the others
+    right-aligned) with one line per row of ``rows`` (cell strings)."""
+    lines = [f"### {title}", "", "| " + " | ".join(columns) + " |", "|---|" + "---:|" * (len(columns) - 1)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
