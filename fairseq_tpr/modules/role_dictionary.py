@@ -245,9 +245,8 @@ class RoleBindingFunction(torch.autograd.Function):
         if ctx.temperature != 1.0:
             g_s = g_s / ctx.temperature
         g_s = g_s.reshape(T * B, -1)  # (T B) x (H N_r); a copy only after the transposed softmax (CPU, N_r < 16)
-        rows, order = token_rows(g_x) if g_x is not None else (None, None)
-        if order == ctx.steps:  # the same rows: g_s W added in place
-            rows.addmm_(g_s, weight)
+        if g_x is not None and token_steps(g_x) == ctx.steps:  # dense in the same row order: g_s W added in place
+            token_rows(g_x)[0].addmm_(g_s, weight)
         else:
             g_sW = token_view(torch.mm(g_s, weight), ctx.steps, T, B)
             g_x = g_sW if g_x is None else g_x.add_(g_sW)
