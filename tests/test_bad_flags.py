@@ -22,7 +22,7 @@ from _builders import build
 from _inprocess import USER_DIR, binarize_reversal, train, train_argv
 from fairseq_tpr import hub
 from fairseq_tpr.errors import CheckpointError, ConfigError, InputError
-from fairseq_tpr.models.checks import check_dictionaries, fingerprint_key
+from fairseq_tpr.models.dictionaries import check_dictionaries, fingerprint_key
 
 CRITERION = "label_smoothed_cross_entropy"
 PLUGIN_ARCH, FAIRSEQ_ARCH = "tp_transformer_tiny", "transformer_tp_tiny"  # ours / fairseq's TransformerModel
@@ -60,11 +60,11 @@ def test_role_temperature_not_positive(arch, flags):
 def test_role_scorer_unknown_under_hydra():
     """fairseq-train's --role-scorer has argparse choices; a Hydra config (model.role_scorer) reaches
     the model's check instead."""
-    from fairseq_tpr.models.checks import check_num_roles
+    from fairseq_tpr.models.role_options import ROLE_DEFAULTS, check_role_options
 
-    args = Namespace(num_roles=5, role_dim=4, role_temperature=1.0, role_scorer="t5")
+    args = Namespace(num_roles=5, role_dim=4, **dict(ROLE_DEFAULTS, role_scorer="t5"))
     with pytest.raises(ConfigError, match=r"--role-scorer must be one of paper, authors \(got 't5'\)"):
-        check_num_roles(args, "tp_transformer_d")
+        check_role_options(args, "tp_transformer_d", sides=())
 
 
 @pytest.mark.parametrize("arch,extra", [

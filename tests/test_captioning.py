@@ -154,7 +154,7 @@ def test_beam_search_batch_size_1_and_8_give_the_same_captions(data, arch):
     # the model must use the task's dictionary (not the fingerprint of the toy one the first build stored)
     from fairseq.models import ARCH_MODEL_REGISTRY
 
-    from fairseq_tpr.models.checks import fingerprint_key
+    from fairseq_tpr.models.dictionaries import fingerprint_key
 
     for side in ("source", "target"):
         vars(args).pop(fingerprint_key(side), None)

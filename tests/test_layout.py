@@ -268,3 +268,18 @@ def test_every_command_builds_its_parser_one_way():
         if "ArgumentParser(" in text:
             bad.append(f"{path.name}: an ArgumentParser made by hand")
     assert not bad, bad
+
+
+def _model_files():
+    """The modules of models/ that register a model (``@register_model``)."""
+    return sorted(p for p in (PACKAGE / "models").glob("*.py") if "@register_model(" in p.read_text(encoding="utf-8"))
+
+
+def test_no_model_file_imports_another():
+    """docs/architecture.md: what two models share lives in a shared module of models/ (role_options.py,
+    continuous_roles.py, tpr_transformer_base.py, ...), never in one model's file that another imports."""
+    models = {_module_name(p) for p in _model_files()}
+    assert len(models) >= 7
+    bad = [f"{p.relative_to(REPO)}:{line} imports {target}" for p in _model_files()
+           for line, target in _imports(p) if target in models and target != _module_name(p)]
+    assert not bad, "model files importing each other; move the shared piece to a shared module:\n" + "\n".join(bad)

@@ -7,6 +7,7 @@ from fairseq_tpr.criterions.label_smoothed_cross_entropy_with_roles import (
     role_onehot_counts_by_side,
 )
 from fairseq_tpr.modules import DiscreteRoleBinding
+from fairseq_tpr.errors import ConfigError
 
 
 def loop_role_binding(bind: DiscreteRoleBinding, F):
@@ -67,9 +68,9 @@ def test_scorer_initialisation_paper_and_authors():
     xavier, linear = (6 / (64 + 100)) ** 0.5, 1 / 64 ** 0.5
     assert paper.role_scorer.weight.abs().max() <= xavier and paper.role_scorer.weight.abs().max() > linear
     assert authors.role_scorer.weight.abs().max() <= linear and authors.role_scorer.bias.abs().max() <= linear
-    with pytest.raises(ValueError, match="role scorer must be one of paper, authors"):
+    with pytest.raises(ConfigError, match="--role-scorer must be one of paper, authors"):
         DiscreteRoleBinding(64, 4, 25, 16, scorer="t5")
-    with pytest.raises(ValueError, match="role temperature must be positive"):
+    with pytest.raises(ConfigError, match="--role-temperature must be positive"):
         DiscreteRoleBinding(64, 4, 25, 16, temperature=0.0)
 
 

@@ -40,7 +40,8 @@ from .captioning_base import (
     default_length_limits,
     init_embedding,
 )
-from .checks import ChecksOptions, task_dictionary
+from .checks import ChecksOptions
+from .dictionaries import task_dictionary
 from .presets import set_defaults
 from .scripting import EagerOnly
 

@@ -43,12 +43,13 @@ from torch import Tensor
 from ..errors import ConfigError, InputError
 from ..modules.template_fusion import GATE_ON, TemplateAwareAttention, TemplateConcatenation
 from ..modules.tp_layers import RoleDecoderLayer, RoleEncoderLayer
-from .checks import ChecksOptions, check_heads_divide, check_num_roles, check_role_dim, task_dictionary
+from .checks import ChecksOptions, check_heads_divide
+from .dictionaries import task_dictionary
 from .hub_entry import plugin_from_pretrained
 from .sttr_hub import TemplateSummarizerHubInterface
 from .presets import default_sizes, set_defaults
 from .role_capture import ReturnsRoleAttention
-from .tp_transformer_d import add_role_study_args
+from .role_options import add_role_dictionary_args, check_role_options, set_role_defaults
 from .tpr_transformer_base import TPRTransformerDecoder, TPRTransformerEncoder
 from .scripting import EagerOnly
 
@@ -138,11 +139,7 @@ class STTRModel(EagerOnly, ReturnsRoleAttention, ChecksOptions, TransformerModel
         parser.add_argument("--tpr", choices=TPR_KINDS,
                             help="none: fairseq's cells; discrete: discrete-role TP cells of tp_transformer_d "
                                  "in both encoders and the decoder")
-        parser.add_argument("--num-roles", type=int, metavar="N_r", help="with --tpr discrete: roles per dictionary")
-        parser.add_argument("--role-dim", type=int, metavar="d_r",
-                            help="with --tpr discrete: role size; heads x role-dim must equal the embedding size "
-                                 "(default: embed-dim / heads)")
-        add_role_study_args(parser, "with --tpr discrete: ")
+        add_role_dictionary_args(parser, "with --tpr discrete: ", role_dim_default="embed-dim / heads")
         parser.add_argument("--template-addnorm", action="store_true",
                             help="with --template-mode attention: the paper's AddNorm in Eq. 20, "
                                  "H_ts = LayerNorm(H_s + MultiHead(...)) (default: none, as the authors' code)")
@@ -181,9 +178,7 @@ class STTRModel(EagerOnly, ReturnsRoleAttention, ChecksOptions, TransformerModel
             raise ConfigError("--cross-self-attention is not supported with --tpr discrete; drop the flag.")
         if args.role_dim is None:  # default: embed-dim / heads of the encoder
             args.role_dim = args.encoder_embed_dim // args.encoder_attention_heads
-        check_num_roles(args, arch, " with --tpr discrete")
-        for side in ("encoder", "decoder"):
-            check_role_dim(args, side)
+        check_role_options(args, arch, ("encoder", "decoder"), context=" with --tpr discrete")
 
     @classmethod
     def _source_encoder(cls, args, src_dict, embed_tokens) -> FairseqEncoder:
@@ -244,9 +239,8 @@ class STTRModel(EagerOnly, ReturnsRoleAttention, ChecksOptions, TransformerModel
 def sttr(args):
     """STTR on fairseq's transformer defaults; template-aware attention as the authors' code, shared
     embeddings."""
-    set_defaults(args, template_mode="attention", tpr="none", num_roles=50, role_dim=None, role_temperature=1.0,
-                 role_scorer="paper", role_init="normal", role_kernel="auto",
-                 share_all_embeddings=True,
+    set_role_defaults(args, num_roles=50, role_dim=None)
+    set_defaults(args, template_mode="attention", tpr="none", share_all_embeddings=True,
                  template_addnorm=False, template_gate_on="template", no_template_ffn=False)
     base_architecture(args)
 

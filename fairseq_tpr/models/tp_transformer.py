@@ -16,29 +16,13 @@ one embedding module) and ``--ffn-init xavier`` (Xavier uniform ``fc1``/``fc2`` 
 """
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import base_architecture, transformer_wmt_en_de
-from fairseq.modules import SinusoidalPositionalEmbedding
-from torch import nn
 
 from ..errors import ConfigError
 from ..modules import EmbeddingRoleBinding, TPDecoderLayer, TPEncoderLayer
-from ..modules.positions import POSITION_TABLES, InterleavedSinusoidalPositionalEmbedding
+from .continuous_roles import (add_continuous_role_args, apply_authors_options, check_continuous_options,
+                               set_continuous_defaults)
 from .presets import default_sizes, pre_ln, set_defaults
 from .tpr_transformer_base import TPRTransformerModelBase
-
-FFN_INITS = ("torch", "xavier")
-
-
-def add_continuous_role_args(parser) -> None:
-    """The options of the continuous-role models (encoder-decoder and language model):
-    ``--no-embedding-roles``, ``--position-table``, ``--ffn-init``."""
-    parser.add_argument("--no-embedding-roles", action="store_true",
-                        help="drop the embedding-level role binding of Eq. 2 (z0 = e * r)")
-    parser.add_argument("--position-table", choices=POSITION_TABLES,
-                        help="sinusoidal positions: fairseq (default; sines then cosines, as the matched "
-                             "transformer) or interleaved (sin/cos alternating, 10000^(-2i/d), as the authors' code)")
-    parser.add_argument("--ffn-init", choices=FFN_INITS,
-                        help="feed-forward weights: torch (default; nn.Linear's, as fairseq's transformer) or "
-                             "xavier (Xavier uniform, as the paper and the authors' code)")
 
 
 @register_model("tp_transformer")
@@ -64,7 +48,7 @@ class TPTransformerModel(TPRTransformerModelBase):
     def check_options(cls, args, task):
         super().check_options(args, task)
         arch = getattr(args, "arch", "tp_transformer")
-        check_position_table(args, ("encoder", "decoder"))
+        check_continuous_options(args, ("encoder", "decoder"))
         if getattr(args, "share_embedding_roles", False):
             if getattr(args, "no_embedding_roles", False) or getattr(args, "tpr_in", "both") != "both":
                 raise ConfigError(f"--share-embedding-roles shares the Eq. 2 binding of source and target: it needs "
@@ -73,63 +57,22 @@ class TPTransformerModel(TPRTransformerModelBase):
             if args.encoder_embed_dim != args.decoder_embed_dim:
                 raise ConfigError(f"--share-embedding-roles needs --encoder-embed-dim ({args.encoder_embed_dim}) equal "
                                   f"to --decoder-embed-dim ({args.decoder_embed_dim}).")
-        check_ffn_init(args)
 
     @classmethod
     def build_checked_model(cls, args, task):
         """fairseq's build, then the three options of the authors' code (module docstring)."""
         model = super().build_checked_model(args, task)
-        if getattr(args, "position_table", "fairseq") == "interleaved":
-            for side in (model.encoder, model.decoder):
-                side.embed_positions = interleaved_positions(side.embed_positions)
-        if getattr(args, "share_embedding_roles", False):
+        apply_authors_options(args, model, (model.encoder, model.decoder))
+        if args.share_embedding_roles:
             model.decoder.layernorm_embedding.role_proj = model.encoder.layernorm_embedding.role_proj
-        if getattr(args, "ffn_init", "torch") == "xavier":
-            xavier_feed_forward(model)
         return model
-
-
-def check_position_table(args, sides) -> None:
-    """``--position-table``: a known table; ``interleaved`` needs sinusoidal positions and an even
-    embedding size on every side of ``sides``."""
-    table = getattr(args, "position_table", "fairseq")
-    if table not in POSITION_TABLES:
-        raise ConfigError(f"--position-table must be one of {', '.join(POSITION_TABLES)} (got {table!r})")
-    if table != "interleaved":
-        return
-    for side in sides:
-        if getattr(args, f"{side}_learned_pos", False) or getattr(args, "no_token_positional_embeddings", False):
-            raise ConfigError(f"--position-table interleaved is a sinusoidal table: drop --{side}-learned-pos "
-                              "and --no-token-positional-embeddings, or the --position-table flag.")
-        if getattr(args, f"{side}_embed_dim") % 2:
-            raise ConfigError(f"--position-table interleaved needs an even --{side}-embed-dim "
-                              f"(got {getattr(args, f'{side}_embed_dim')}).")
-
-
-def check_ffn_init(args) -> None:
-    if getattr(args, "ffn_init", "torch") not in FFN_INITS:
-        raise ConfigError(f"--ffn-init must be one of {', '.join(FFN_INITS)} (got {args.ffn_init!r})")
-
-
-def interleaved_positions(table: SinusoidalPositionalEmbedding) -> InterleavedSinusoidalPositionalEmbedding:
-    """The interleaved table in place of fairseq's, for the same size and padding index."""
-    return InterleavedSinusoidalPositionalEmbedding(table.embedding_dim, table.padding_idx,
-                                                    init_size=table.weights.size(0))
-
-
-def xavier_feed_forward(model: nn.Module) -> None:
-    """Xavier uniform weights for every cell's ``fc1``/``fc2`` (biases keep torch's init), as the
-    authors' ``PositionwiseFeedforward.reset_parameters``."""
-    for name, module in model.named_modules():
-        if name.rsplit(".", 1)[-1] in ("fc1", "fc2") and isinstance(module, nn.Linear):
-            nn.init.xavier_uniform_(module.weight)
 
 
 def _tp_defaults(args):
     """Defaults every tp_transformer preset shares: pre-LN cells (Eq. 1), TPR everywhere."""
     pre_ln(args)
-    set_defaults(args, tpr_in="both", no_embedding_roles=False, position_table="fairseq",
-                 share_embedding_roles=False, ffn_init="torch")
+    set_continuous_defaults(args)
+    set_defaults(args, tpr_in="both", share_embedding_roles=False)
 
 
 @register_model_architecture("tp_transformer", "tp_transformer")

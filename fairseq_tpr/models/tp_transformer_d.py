@@ -11,46 +11,12 @@ The role attention distributions of every binding are returned in the decoder's
 """
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import base_architecture
-from ..modules import DiscreteRoleBinding, RoleDecoderLayer, RoleEncoderLayer
-from ..modules.role_dictionary import KERNELS
-from .role_capture import ReturnsRoleAttention
+
+from ..modules import RoleDecoderLayer, RoleEncoderLayer
 from .presets import default_sizes, pre_ln, set_defaults
-from .checks import check_num_roles, check_role_dim
+from .role_capture import ReturnsRoleAttention
+from .role_options import ROLE_CELL_UNSUPPORTED, add_role_dictionary_args, check_role_options, set_role_defaults
 from .tpr_transformer_base import TPRTransformerModelBase
-
-
-def add_role_study_args(parser, context: str = "") -> None:
-    """``--role-temperature`` and ``--role-scorer``, two departures from Eq. 5 for studying how
-    one-hot the role distributions become, ``--role-init``, the authors' initialisation of the
-    dictionary, and ``--role-kernel``, which code computes Eq. 5-6 (``context`` prefixes their help,
-    e.g. "with --tpr discrete: ")."""
-    parser.add_argument("--role-temperature", type=float, metavar="TAU",
-                        help=f"{context}divide the role logits F W_r by TAU before the softmax of Eq. 5 "
-                             "(default 1: the paper; below 1 sharper role distributions)")
-    parser.add_argument("--role-scorer", choices=DiscreteRoleBinding.SCORERS,
-                        help=f"{context}paper (default): W_r without bias, Xavier uniform, as Eq. 5; authors: "
-                             "with a bias and torch's nn.Linear initialisation, as the authors' code")
-    parser.add_argument("--role-init", choices=DiscreteRoleBinding.ROLE_INITS,
-                        help=f"{context}the role dictionary's initialisation: normal (default, N(0, 1)) or xavier "
-                             "(Xavier uniform with gain 1.414, as the authors' code)")
-    parser.add_argument("--role-kernel", choices=KERNELS,
-                        help=f"{context}auto (default): Eq. 5-6 as fused Triton kernels where a GPU run measured "
-                             "them faster (modules/role_dictionary.py FUSED_MEASURED_FASTER: none yet), torch ops "
-                             "elsewhere; eager: always the torch ops; triton: always the kernels on a CUDA GPU (CPU "
-                             "only under TRITON_INTERPRET=1)")
-
-
-# fairseq options that only fairseq's own cell forward honours (the role cells write their own)
-ROLE_CELL_UNSUPPORTED = ("cross_self_attention", "scale_attn", "scale_fc", "scale_heads", "scale_resids")
-
-
-def add_role_dictionary_args(parser) -> None:
-    """``--num-roles``, ``--role-dim`` and the role study options (:func:`add_role_study_args`) of the
-    models with a role dictionary in every cell (encoder-decoder and language model)."""
-    parser.add_argument("--num-roles", type=int, metavar="N_r", help="role embeddings per dictionary (N_r)")
-    parser.add_argument("--role-dim", type=int, metavar="d_r",
-                        help="size of a role embedding (d_r); heads x d_r must equal the embedding size")
-    add_role_study_args(parser)
 
 
 @register_model("tp_transformer_d")
@@ -69,10 +35,8 @@ class TPTransformerDModel(ReturnsRoleAttention, TPRTransformerModelBase):
     @classmethod
     def check_options(cls, args, task):
         super().check_options(args, task)
-        check_num_roles(args, getattr(args, "arch", "tp_transformer_d"))
         sides = [s for s, on in (("encoder", cls.tpr_encoder(args)), ("decoder", cls.tpr_decoder(args))) if on]
-        for side in sides:
-            check_role_dim(args, side)
+        check_role_options(args, args.arch, sides)
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, return_all_hiddens: bool = True,
                 features_only: bool = False, alignment_layer=None, alignment_heads=None):
@@ -93,8 +57,8 @@ def tp_transformer_d(args):
     """Jiang et al. 2021, Sec. 3.2 (TPT-d): 6+6 layers, 8 heads, d_k 64, d_m 512, d_f 2048,
     N_r 50 role embeddings of d_r 64 per layer, dropout 0.1, shared embeddings (T5-style)."""
     pre_ln(args)
-    set_defaults(args, tpr_in="both", num_roles=50, role_dim=64, role_temperature=1.0, role_scorer="paper",
-                 role_init="normal", role_kernel="auto", dropout=0.1, share_all_embeddings=True)
+    set_role_defaults(args, num_roles=50, role_dim=64)
+    set_defaults(args, tpr_in="both", dropout=0.1, share_all_embeddings=True)
     base_architecture(args)
 
 

@@ -51,12 +51,13 @@ from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 
 from ..errors import ConfigError
 from ..modules import EmbeddingRoleBinding, RoleDecoderLayer, TPDecoderLayer
-from .checks import ChecksOptions, check_heads_divide, check_num_roles, check_role_dim, task_dictionary
+from .checks import ChecksOptions, check_heads_divide
+from .continuous_roles import (add_continuous_role_args, apply_authors_options, check_continuous_options,
+                               set_continuous_defaults)
+from .dictionaries import task_dictionary
 from .presets import set_defaults
 from .role_capture import ReturnsRoleAttention
-from .tp_transformer import (add_continuous_role_args, check_ffn_init, check_position_table, interleaved_positions,
-                             xavier_feed_forward)
-from .tp_transformer_d import ROLE_CELL_UNSUPPORTED, add_role_dictionary_args
+from .role_options import ROLE_CELL_UNSUPPORTED, add_role_dictionary_args, check_role_options, set_role_defaults
 from .tpr_transformer_base import ExplainsCheckpointMismatch, TPRTransformerDecoder
 from .scripting import EagerOnly
 
@@ -146,8 +147,7 @@ class TPTransformerLanguageModel(TPRLanguageModelBase):
     @classmethod
     def check_options(cls, args, task):
         super().check_options(args, task)
-        check_position_table(args, ("decoder",))
-        check_ffn_init(args)
+        check_continuous_options(args, ("decoder",))
         if getattr(args, "no_tp_attention", False) and getattr(args, "no_embedding_roles", False):
             raise ConfigError(f"--no-tp-attention with --no-embedding-roles leaves no TPR in --arch {args.arch}: "
                               "that is fairseq's transformer_lm (--arch transformer_lm_tp at the same sizes); drop "
@@ -165,10 +165,7 @@ class TPTransformerLanguageModel(TPRLanguageModelBase):
     @classmethod
     def build_checked_model(cls, args, task):
         model = super().build_checked_model(args, task)
-        if getattr(args, "position_table", "fairseq") == "interleaved":
-            model.decoder.embed_positions = interleaved_positions(model.decoder.embed_positions)
-        if getattr(args, "ffn_init", "torch") == "xavier":
-            xavier_feed_forward(model)
+        apply_authors_options(args, model, (model.decoder,))
         return model
 
 
@@ -188,8 +185,7 @@ class TPTransformerDLanguageModel(ReturnsRoleAttention, TPRLanguageModelBase):
     @classmethod
     def check_options(cls, args, task):
         super().check_options(args, task)
-        check_num_roles(args, getattr(args, "arch", "tp_transformer_d_lm"))
-        check_role_dim(args, "decoder")
+        check_role_options(args, args.arch, ("decoder",))
 
     def forward(self, src_tokens, **kwargs):
         """As fairseq's (``src_tokens``: ``B x T``, returns ``B x T x V`` logits and ``extra``), plus
@@ -232,12 +228,8 @@ def transformer_lm_tp_tiny(args):
 
 
 def _continuous(args):
-    set_defaults(args, no_embedding_roles=False, no_tp_attention=False, position_table="fairseq", ffn_init="torch")
-
-
-def _discrete(args, num_roles: int, role_dim: int):
-    set_defaults(args, num_roles=num_roles, role_dim=role_dim, role_temperature=1.0, role_scorer="paper",
-                 role_init="normal", role_kernel="auto")
+    set_continuous_defaults(args)
+    set_defaults(args, no_tp_attention=False)
 
 
 @register_model_architecture("tp_transformer_lm", "tp_transformer_lm")
@@ -264,19 +256,19 @@ def tp_transformer_lm_tiny(args):
 @register_model_architecture("tp_transformer_d_lm", "tp_transformer_d_lm")
 def tp_transformer_d_lm(args):
     """``transformer_lm_tp_d`` with a role dictionary of N_r 50 roles of d_r 64 (Jiang et al.'s) per cell."""
-    _discrete(args, num_roles=50, role_dim=64)
+    set_role_defaults(args, num_roles=50, role_dim=64)
     transformer_lm_tp(args)
 
 
 @register_model_architecture("tp_transformer_d_lm", "tp_transformer_d_lm_small")
 def tp_transformer_d_lm_small(args):
     """``transformer_lm_tp_d_small`` with a role dictionary of N_r 20 roles of d_r 32 per cell."""
-    _discrete(args, num_roles=20, role_dim=32)
+    set_role_defaults(args, num_roles=20, role_dim=32)
     transformer_lm_tp_small(args)
 
 
 @register_model_architecture("tp_transformer_d_lm", "tp_transformer_d_lm_tiny")
 def tp_transformer_d_lm_tiny(args):
     """``transformer_lm_tp_d_tiny`` with a role dictionary of N_r 8 roles of d_r 16 per cell."""
-    _discrete(args, num_roles=8, role_dim=16)
+    set_role_defaults(args, num_roles=8, role_dim=16)
     transformer_lm_tp_tiny(args)

@@ -17,7 +17,8 @@ from fairseq.tasks.language_modeling import LanguageModelingTask
 
 from ..checkpoint_mismatch import explain, from_shapes
 from ..errors import ConfigError
-from .checks import ChecksOptions, check_heads_divide, model_arch, task_dictionary
+from .checks import ChecksOptions, check_heads_divide, model_arch
+from .dictionaries import task_dictionary
 from .scripting import EagerOnly
 
 TPR_SIDES = ("both", "encoder", "decoder")

@@ -261,6 +261,30 @@ class RoleBindingFunction(torch.autograd.Function):
         return g_x, g_W, g_b, g_r, None, None
 
 
+def check_binding_options(num_roles: int, role_dim: int, temperature: float, scorer: str, role_init: str, kernel: str,
+                          context: str = "", arch: str = "") -> None:
+    """A ConfigError naming the flag (``--num-roles``, ``--role-dim``, ``--role-temperature``,
+    ``--role-scorer``, ``--role-init``, ``--role-kernel``) and its valid values when one of the binding's
+    options cannot work; run by :class:`DiscreteRoleBinding` and, before any module is built, by the
+    models (``models/role_options.py``). ``context`` follows the flag in the message (e.g. ``" with --tpr
+    discrete"``), ``arch`` names the model."""
+    of_arch = f" of --arch {arch}" if arch else ""
+    if num_roles is None or num_roles < 1:
+        raise ConfigError(f"--num-roles must be at least 1{context} (got {num_roles}): it is N_r, the number of "
+                          f"role embeddings in each role dictionary{of_arch}; the paper uses 50.")
+    if role_dim is None or role_dim < 1:
+        raise ConfigError(f"--role-dim must be at least 1{context} (got {role_dim}): it is d_r, the size of a "
+                          f"role embedding; heads x role-dim must equal the embedding size.")
+    if not temperature > 0:  # also NaN
+        raise ConfigError(f"--role-temperature must be positive{context} (got {temperature}): it divides the role "
+                          f"logits before their softmax; 1 is the paper's Eq. 5.")
+    for flag, value, choices in (("--role-scorer", scorer, DiscreteRoleBinding.SCORERS),
+                                 ("--role-init", role_init, DiscreteRoleBinding.ROLE_INITS),
+                                 ("--role-kernel", kernel, KERNELS)):
+        if value not in choices:
+            raise ConfigError(f"{flag} must be one of {', '.join(choices)}{context} (got {value!r}).")
+
+
 @with_incremental_state
 class DiscreteRoleBinding(nn.Module):
     """``forward(F: T x B x d_m) -> (TPR(F): T x B x d_m, role_attn: T x B x H x N_r fp32)``.
@@ -284,14 +308,7 @@ class DiscreteRoleBinding(nn.Module):
             raise ValueError(
                 f"role binding needs heads x role_dim == embed_dim, got {num_heads} x {role_dim} != {embed_dim}"
             )
-        if not temperature > 0:
-            raise ValueError(f"role temperature must be positive, got {temperature}")
-        if scorer not in self.SCORERS:
-            raise ValueError(f"role scorer must be one of {', '.join(self.SCORERS)}, got {scorer!r}")
-        if role_init not in self.ROLE_INITS:
-            raise ValueError(f"role init must be one of {', '.join(self.ROLE_INITS)}, got {role_init!r}")
-        if kernel not in KERNELS:
-            raise ValueError(f"role kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+        check_binding_options(num_roles, role_dim, temperature, scorer, role_init, kernel)
         self.kernel = kernel  # a plain attribute: switching it needs no new parameters
         self.num_heads, self.num_roles, self.role_dim = num_heads, num_roles, role_dim
         self.temperature, self.scorer = float(temperature), scorer

@@ -82,12 +82,10 @@ def _role_sublayer(layer, x: Tensor, attention, layer_norm, binding, memory: Opt
 
 def role_binding(cfg, embed_dim: int, heads: int) -> DiscreteRoleBinding:
     """The binding of one attention sublayer from the model options ``--num-roles``, ``--role-dim``,
-    ``--role-temperature``, ``--role-scorer``, ``--role-init`` and ``--role-kernel`` (the last two
-    absent from the options of checkpoints written before they existed: ``normal``, what those were
-    trained with, and ``auto``)."""
+    ``--role-temperature``, ``--role-scorer``, ``--role-init`` and ``--role-kernel`` (their defaults, also
+    for checkpoints written before an option existed: ``models/role_options.py``)."""
     return DiscreteRoleBinding(embed_dim, heads, cfg.num_roles, cfg.role_dim, temperature=cfg.role_temperature,
-                               scorer=cfg.role_scorer, role_init=getattr(cfg, "role_init", "normal"),
-                               kernel=getattr(cfg, "role_kernel", "auto"))
+                               scorer=cfg.role_scorer, role_init=cfg.role_init, kernel=cfg.role_kernel)
 
 
 class RoleEncoderLayer(TransformerEncoderLayerBase):
