@@ -31,3 +31,26 @@ def test_a_checkpoint_of_an_earlier_tree_loads_and_computes_the_same():
         torch.testing.assert_close(extra["role_attn"][name], torch.tensor(dist, dtype=torch.float64),
                                    atol=1e-12, rtol=1e-12)
     assert len(expected["role_attn"]) == 6  # the fixture does hold the role distributions it checks
+
+
+def test_a_checkpoint_from_before_the_role_init_and_kernel_options_loads_with_their_defaults(tmp_path):
+    """Checkpoints written before ``--role-init`` and ``--role-kernel`` existed lack them in their saved
+    options: fairseq runs the arch's preset when it builds the model, which fills the defaults
+    (``models/role_options.py``: ``normal``, what those were trained with, and ``auto``), so the model
+    builds and computes what it computed (the cells read the options without fallbacks)."""
+    fairseq_tpr.register()
+    state = torch.load(FIXTURE / "checkpoint_last.pt", map_location="cpu")  # as written (the safe globals of register())
+    options = state["cfg"]["model"]
+    for key in ("role_init", "role_kernel"):
+        assert hasattr(options, key)
+        delattr(options, key)
+    old = tmp_path / "checkpoint_old.pt"
+    torch.save(state, old)
+    models, _, _ = checkpoint_utils.load_model_ensemble_and_task([str(old)], arg_overrides={"data": str(FIXTURE)})
+    model = models[0].double().eval()
+    assert model.args.role_init == "normal" and model.args.role_kernel == "auto"
+    expected = json.loads((FIXTURE / "expected.json").read_text())
+    src = torch.tensor(expected["src_tokens"])
+    with torch.no_grad():
+        out, _ = model(src, torch.tensor([src.size(1)] * src.size(0)), torch.tensor(expected["prev_output_tokens"]))
+    torch.testing.assert_close(out, torch.tensor(expected["logits"], dtype=torch.float64), atol=1e-10, rtol=1e-10)
