@@ -9,12 +9,16 @@ Registration, :func:`register` (idempotent): registers every architecture, crite
 ``weights_only=True`` loading (``checkpoint_safety.py``), installs the fixes of
 ``fairseq_fixes/`` and the one-line ``error:`` hook of :mod:`fairseq_tpr.errors`. It runs
 
-* when fairseq loads the plugin: ``--user-dir`` imports this package and then its ``models/`` and
-  ``tasks/``, whose ``__init__`` calls :func:`register` (a plain import, nothing else);
+* when fairseq loads the plugin: ``--user-dir`` imports this package (which registers nothing: it
+  stays light for the console scripts' ``--help``), then the files of ``tasks/`` and of ``models/``,
+  whose ``__init__`` only calls :func:`register` (fairseq's hooks into a user dir);
 * when a Python program calls ``fairseq_tpr.register()``, or loads a model with
-  :func:`fairseq_tpr.hub.from_pretrained` (which registers first), or imports ``fairseq_tpr.models``
-  or ``fairseq_tpr.tasks``;
+  :func:`fairseq_tpr.hub.from_pretrained` (which registers first), or imports anything of
+  ``fairseq_tpr.models`` or ``fairseq_tpr.tasks``;
 * in the console scripts (``cli/``), after they have parsed their arguments.
+
+:func:`register` is the one entry point and holds the one list of the modules that register something
+with fairseq; no other ``__init__`` imports them.
 
 ``import fairseq_tpr`` itself is light (no torch, no fairseq) and changes nothing in the process.
 """
@@ -28,7 +32,7 @@ def register() -> None:
     the checkpoint types, fairseq's fixes, then the criterions, models, scorer and tasks."""
     if _state["registered"]:
         return
-    _state["registered"] = True  # first: models/ and tasks/ call register() while this imports them
+    _state["registered"] = True  # first: importing models/ and tasks/ below runs their __init__, which call it
     try:
         import logging
 
@@ -44,7 +48,13 @@ def register() -> None:
         from .fairseq_fixes import apply_all as apply_fairseq_fixes
 
         apply_fairseq_fixes()  # fairseq_fixes/: results, checkpoints, distributed, precision, speed
-        from . import criterions, models, scoring, tasks  # noqa: F401  (the registrations)
+        # every module that registers something with fairseq (criterions, models and presets, the scorer, tasks)
+        from .criterions import (cross_entropy_with_roles, extractive_bce,  # noqa: F401
+                                 label_smoothed_cross_entropy_with_roles, label_smoothed_cross_entropy_with_template_mse)
+        from .models import (atpl, discourse_synthesizer, matched_transformers, nic, sttr, tp_transformer,  # noqa: F401
+                             tp_transformer_d, tp_transformer_lm)
+        from .scoring import fairseq_rouge  # noqa: F401
+        from .tasks import extractive_summarization, image_captioning, template_summarization  # noqa: F401
     except BaseException:
         _state["registered"] = False
         raise

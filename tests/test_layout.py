@@ -116,10 +116,10 @@ def _violations():
 
 
 def test_the_rule_resolves_relative_and_submodule_imports():
-    # fairseq_tpr/__init__.py: "from .errors import install_excepthook", "from . import criterions, models"
+    # fairseq_tpr/__init__.py: "from .errors import install_excepthook", "from .models import (atpl, ...)"
     names = {m for _, m in _imports(PACKAGE / "__init__.py")}
-    assert {"fairseq_tpr.errors", "fairseq_tpr.criterions", "fairseq_tpr.models"} <= names
-    assert "fairseq_tpr.errors.install_excepthook" not in names
+    assert {"fairseq_tpr.errors", "fairseq_tpr.criterions.extractive_bce", "fairseq_tpr.models.atpl"} <= names
+    assert "fairseq_tpr.errors.install_excepthook" not in names and "fairseq_tpr.models" not in names
     assert _room("fairseq_tpr.models.atpl") == "models" and _room("fairseq_tpr.hub") == "hub"
     assert _room("fairseq_tpr") == "__init__"
 
@@ -283,3 +283,19 @@ def test_no_model_file_imports_another():
     bad = [f"{p.relative_to(REPO)}:{line} imports {target}" for p in _model_files()
            for line, target in _imports(p) if target in models and target != _module_name(p)]
     assert not bad, "model files importing each other; move the shared piece to a shared module:\n" + "\n".join(bad)
+
+
+REGISTERS = re.compile(r"^@register_(model|model_architecture|task|criterion|scorer)\(", re.M)
+
+
+def test_register_is_the_one_list_of_registering_modules():
+    """docs/architecture.md: ``fairseq_tpr.register()`` imports every module that registers something with
+    fairseq (a ``@register_*`` decorator), and no package ``__init__`` imports one (``models/__init__`` and
+    ``tasks/__init__`` only call register(), fairseq's hooks into a user dir)."""
+    registering = {_module_name(p) for p in MODULES if REGISTERS.search(p.read_text(encoding="utf-8"))}
+    assert len(registering) >= 15
+    listed = {m for _, m in _imports(PACKAGE / "__init__.py")}
+    assert registering <= listed, f"not imported by register(): {sorted(registering - listed)}"
+    others = [f"{p.relative_to(REPO)} imports {m}" for p in sorted(PACKAGE.rglob("__init__.py")) if p.parent != PACKAGE
+              for _, m in _imports(p) if m in registering]
+    assert not others, others

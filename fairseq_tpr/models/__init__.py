@@ -1,10 +1,10 @@
-"""Models registered with fairseq. fairseq's ``--user-dir`` imports this package (and ``tasks/``):
-importing it registers its models and then the whole plugin (:func:`fairseq_tpr.register`:
-criterions, the scorer, the checkpoint types, the fixes)."""
-from .. import register
-from . import matched_transformers, tp_transformer, tp_transformer_d, tp_transformer_lm  # noqa: F401
-from . import atpl, nic  # noqa: F401
-from . import sttr  # noqa: F401
-from . import discourse_synthesizer  # noqa: F401
+"""The plugin's models (one file per system; the shared pieces beside them, docs/architecture.md).
 
-register()  # the criterions, the scorer, the checkpoint types and the fixes (fairseq_tpr/__init__.py)
+fairseq's ``--user-dir fairseq_tpr`` imports the package, then every file of ``tasks/`` and of
+``models/``: this ``__init__`` (like ``tasks/__init__``) is where fairseq's commands reach
+:func:`fairseq_tpr.register`, the one entry point, which registers the whole plugin (its one list of
+registering modules, the checkpoint types, the fixes, the error hook). Nothing else happens here.
+"""
+from .. import register
+
+register()

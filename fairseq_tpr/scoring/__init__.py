@@ -10,10 +10,10 @@
 ``bleu``          sacreBLEU                                            :mod:`.bleu`
 ================  ===================================================  ==========================
 
-Inputs: :mod:`.inputs` (plain line files) and :mod:`.generate_log` (the one reader of
+``--scoring rouge`` (fairseq-generate) is :mod:`.fairseq_rouge`, registered by
+:func:`fairseq_tpr.register`. Inputs: :mod:`.inputs` (plain line files) and :mod:`.generate_log` (the one reader of
 ``fairseq-generate`` logs, shared with :mod:`.captions` and :mod:`.math_eval`).
 """
-from . import fairseq_rouge  # noqa: F401  (registers --scoring rouge)
 from .base import ScoreResult, Scorer
 from .bleu import SacreBleuScorer
 from .generate_log import GenerateLog, parse_generate_log, read_generate_log

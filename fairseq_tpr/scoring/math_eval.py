@@ -204,9 +204,7 @@ def decode_all(data_bin, test_sets, checkpoint, out_dir, beam, batch_size, max_l
     Each file is written under ``out_dir/.partial/`` and moved into place only when its
     fairseq-generate call succeeded.
     """
-    import fairseq_tpr
-
-    user_dir = Path(fairseq_tpr.__file__).resolve().parent
+    user_dir = Path(__file__).resolve().parents[1]  # the package (scoring/ is one of its folders)
     partial = out_dir / ".partial"
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)

@@ -1,8 +1,9 @@
-"""Tasks registered with fairseq. fairseq's ``--user-dir`` imports this package (and ``models/``):
-importing it registers its tasks and then the whole plugin (:func:`fairseq_tpr.register`)."""
-from .. import register
-from . import image_captioning  # noqa: F401
-from . import template_summarization  # noqa: F401
-from . import extractive_summarization  # noqa: F401
+"""The plugin's tasks (``image_captioning``, ``template_summarization``, ``extractive_summarization``).
 
-register()  # the criterions, the scorer, the checkpoint types and the fixes (fairseq_tpr/__init__.py)
+fairseq's ``--user-dir fairseq_tpr`` imports every file of ``tasks/`` (then of ``models/``): this
+``__init__``, like ``models/__init__``, only calls :func:`fairseq_tpr.register`, the one entry point,
+so that a task imported on its own comes with the whole plugin registered.
+"""
+from .. import register
+
+register()
