@@ -69,11 +69,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.captioning import open_features
+from ..data.captioning import read_features
 from ..errors import ConfigError, DependencyError, InputError
 from . import captions, image_features
 from .debian import add_apt_args, apt_download, apt_update, deb_extract, deb_fields
-from .rawio import SPLITS, read_lines
+from .rawio import SPLITS
 from ..helpdoc import doc_parser
 
 PACKAGE = "tuxpaint-stamps-default"
@@ -288,17 +288,12 @@ def assign_splits(stamps, valid_percent, test_percent, seed):
 
 
 def feature_rows(prefix):
-    """``(features N x D, {id: row})`` of ``PREFIX.npy`` + ``PREFIX.ids``, checked."""
-    npy, ids_path = Path(f"{prefix}.npy"), Path(f"{prefix}.ids")
-    for p in (npy, ids_path):
-        if not p.is_file():
-            raise InputError(f"--features {prefix}: {p} is missing (an N x D float32 .npy and its .ids, one image "
-                             f"id per row: python -m fairseq_tpr.corpora.image_features --image-dir OUT/images)")
-    feats = open_features(npy)
-    ids = [line.strip() for line in read_lines(ids_path)]
-    if len(ids) != feats.shape[0]:
-        raise InputError(f"{npy} has {feats.shape[0]} rows but {ids_path} {len(ids)} ids: one id per row")
-    return feats, {i: n for n, i in enumerate(ids)}
+    """``(features N x D, {id: row})`` of ``PREFIX.npy`` + ``PREFIX.ids``, checked
+    (:func:`~fairseq_tpr.data.captioning.read_features`)."""
+    feats, _, rows = read_features(f"{prefix}.npy", f"{prefix}.ids",
+                                   f"--features {prefix} names an N x D float32 .npy and its .ids, one image id per "
+                                   f"row (python -m fairseq_tpr.corpora.image_features --image-dir OUT/images)")
+    return feats, rows
 
 
 def features(stamps, out, args):

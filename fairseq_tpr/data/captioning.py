@@ -45,16 +45,15 @@ def open_features(path):
     return feats
 
 
-def load_features(data_dir, split):
-    """``(features N x D memmap, [image ids], {image id: row})`` of ``split``, checked: both files
-    exist, the array is a 2-d numeric ``.npy`` (:func:`open_features`), ``S.feat.ids`` is UTF-8
-    and has one non-empty, unique id per feature row."""
-    data_dir = Path(data_dir)
-    feat_path, ids_path = data_dir / f"{split}.feat.npy", data_dir / f"{split}.feat.ids"
+def read_features(feat_path, ids_path, missing: str):
+    """``(features N x D memmap, [image ids], {image id: row})`` of an ``.npy`` and its ``.ids`` (one image
+    id per row), checked: both files exist (else ``"FILE is missing: " + missing``), the array is a 2-d
+    numeric ``.npy`` (:func:`open_features`), the ids file is UTF-8 and has one non-empty, unique id per
+    feature row."""
+    feat_path, ids_path = Path(feat_path), Path(ids_path)
     for p in (feat_path, ids_path):
-        if not p.exists():
-            raise InputError(f"{p} is missing: a captioning split needs {split}.feat.npy (N x D float "
-                             f"image features) and {split}.feat.ids (the image id of each row)")
+        if not p.is_file():
+            raise InputError(f"{p} is missing: {missing}")
     feats = open_features(feat_path)
     ids = [i.strip() for i in read_lines(ids_path)]
     if len(ids) != feats.shape[0]:
@@ -68,6 +67,15 @@ def load_features(data_dir, split):
             raise InputError(f"{ids_path} line {n}: image id {i!r} repeats line {id2row[i] + 1}")
         id2row[i] = n - 1
     return feats, ids, id2row
+
+
+def load_features(data_dir, split):
+    """``(features, [image ids], {image id: row})`` of ``split`` in a captioning data directory:
+    ``S.feat.npy`` and ``S.feat.ids``, checked by :func:`read_features`."""
+    data_dir = Path(data_dir)
+    return read_features(data_dir / f"{split}.feat.npy", data_dir / f"{split}.feat.ids",
+                         f"a captioning split needs {split}.feat.npy (N x D float image features) and "
+                         f"{split}.feat.ids (the image id of each row)")
 
 
 def feature_dim(data_dir, splits):
