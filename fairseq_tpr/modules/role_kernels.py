@@ -43,35 +43,53 @@ BLOCK_M = 32  # tokens per program; tl.dot needs every tile side >= 16
 
 
 @triton.jit
+def _tile(M, H: tl.constexpr, N: tl.constexpr, D: tl.constexpr,
+          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    """This program's (token block, head) tile: the offsets and masks of its role entries (logits,
+    ``p``: ``BLOCK_M x BLOCK_N`` of an ``M x H*N`` array), of its filler entries (``x``, ``g``, ``out``:
+    ``BLOCK_M x BLOCK_D`` of ``M x H*D``) and of ``r_hat`` (``BLOCK_N x BLOCK_D`` of ``N x D``), and the
+    mask of the real roles among the ``BLOCK_N``."""
+    pid_m, h = tl.program_id(0), tl.program_id(1)
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    n, d = tl.arange(0, BLOCK_N), tl.arange(0, BLOCK_D)
+    rmask, nmask, dmask = rows < M, n < N, d < D
+    p_offs, p_mask = rows[:, None] * (H * N) + h * N + n[None, :], rmask[:, None] & nmask[None, :]
+    x_offs, x_mask = rows[:, None] * (H * D) + h * D + d[None, :], rmask[:, None] & dmask[None, :]
+    rh_offs, rh_mask = n[:, None] * D + d[None, :], nmask[:, None] & dmask[None, :]
+    return p_offs, p_mask, x_offs, x_mask, rh_offs, rh_mask, nmask
+
+
+@triton.jit
+def _dot(a, b, NO_TF32: tl.constexpr):
+    """``a @ b``: in IEEE fp32 with ``NO_TF32`` (set for float32), else Triton's default (TF32 for fp32)."""
+    if NO_TF32:
+        out = tl.dot(a, b, input_precision="ieee")
+    else:
+        out = tl.dot(a, b)
+    return out
+
+
+@triton.jit
 def _bind_fwd(x_ptr, logits_ptr, rh_ptr, out_ptr, p_ptr, M, tau,
               H: tl.constexpr, N: tl.constexpr, D: tl.constexpr,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, SCALE: tl.constexpr,
               NO_TF32: tl.constexpr):
     """One (token block, head): ``p = softmax(logits / tau)``, ``R = p r_hat``, ``out = R * x + x``."""
-    pid_m, h = tl.program_id(0), tl.program_id(1)
-    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    n, d = tl.arange(0, BLOCK_N), tl.arange(0, BLOCK_D)
-    rmask, nmask, dmask = rows < M, n < N, d < D
+    p_offs, p_mask, x_offs, x_mask, rh_offs, rh_mask, nmask = _tile(M, H, N, D, BLOCK_M, BLOCK_N, BLOCK_D)
     acc = rh_ptr.dtype.element_ty
-    pmask = rmask[:, None] & nmask[None, :]
-    logits = tl.load(logits_ptr + rows[:, None] * (H * N) + h * N + n[None, :], mask=pmask, other=0.0).to(acc)
+    logits = tl.load(logits_ptr + p_offs, mask=p_mask, other=0.0).to(acc)
     if SCALE:
         logits = logits / tau
     logits = tl.where(nmask[None, :], logits, float("-inf"))
     e = tl.exp(logits - tl.max(logits, axis=1)[:, None])
     p = e / tl.sum(e, axis=1)[:, None]  # Eq. 5 softmax, BLOCK_M x BLOCK_N; padded roles get 0
-    rh = tl.load(rh_ptr + n[:, None] * D + d[None, :], mask=nmask[:, None] & dmask[None, :], other=0.0)
-    if NO_TF32:
-        R = tl.dot(p, rh, input_precision="ieee")  # BLOCK_M x BLOCK_D
-    else:
-        R = tl.dot(p, rh)
-    xmask = rmask[:, None] & dmask[None, :]
-    offs = rows[:, None] * (H * D) + h * D + d[None, :]
-    x = tl.load(x_ptr + offs, mask=xmask, other=0.0)
+    rh = tl.load(rh_ptr + rh_offs, mask=rh_mask, other=0.0)
+    R = _dot(p, rh, NO_TF32)  # BLOCK_M x BLOCK_D
+    x = tl.load(x_ptr + x_offs, mask=x_mask, other=0.0)
     xa = x.to(acc)
     R = R.to(x.dtype).to(acc)  # R in x's dtype, as the eager path casts it before Eq. 6
-    tl.store(out_ptr + offs, (R * xa + xa).to(x.dtype), mask=xmask)
-    tl.store(p_ptr + rows[:, None] * (H * N) + h * N + n[None, :], p, mask=pmask)
+    tl.store(out_ptr + x_offs, (R * xa + xa).to(x.dtype), mask=x_mask)
+    tl.store(p_ptr + p_offs, p, mask=p_mask)
 
 
 @triton.jit
@@ -80,34 +98,21 @@ def _bind_bwd(x_ptr, g_ptr, p_ptr, rh_ptr, gx_ptr, glogits_ptr, gR_ptr, M, tau,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, SCALE: tl.constexpr,
               NO_TF32: tl.constexpr):
     """One (token block, head) of the backward pass (module docstring)."""
-    pid_m, h = tl.program_id(0), tl.program_id(1)
-    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    n, d = tl.arange(0, BLOCK_N), tl.arange(0, BLOCK_D)
-    rmask, nmask, dmask = rows < M, n < N, d < D
+    p_offs, p_mask, x_offs, x_mask, rh_offs, rh_mask, _ = _tile(M, H, N, D, BLOCK_M, BLOCK_N, BLOCK_D)
     acc = rh_ptr.dtype.element_ty
-    pmask = rmask[:, None] & nmask[None, :]
-    xmask = rmask[:, None] & dmask[None, :]
-    p = tl.load(p_ptr + rows[:, None] * (H * N) + h * N + n[None, :], mask=pmask, other=0.0)
-    rh = tl.load(rh_ptr + n[:, None] * D + d[None, :], mask=nmask[:, None] & dmask[None, :], other=0.0)
-    offs = rows[:, None] * (H * D) + h * D + d[None, :]
-    x = tl.load(x_ptr + offs, mask=xmask, other=0.0)
-    g = tl.load(g_ptr + offs, mask=xmask, other=0.0).to(acc)
-    if NO_TF32:
-        R = tl.dot(p, rh, input_precision="ieee")
-    else:
-        R = tl.dot(p, rh)
-    R = R.to(x.dtype).to(acc)
-    tl.store(gx_ptr + offs, (g * R + g).to(x.dtype), mask=xmask)  # d out / d x at fixed R
+    p = tl.load(p_ptr + p_offs, mask=p_mask, other=0.0)
+    rh = tl.load(rh_ptr + rh_offs, mask=rh_mask, other=0.0)
+    x = tl.load(x_ptr + x_offs, mask=x_mask, other=0.0)
+    g = tl.load(g_ptr + x_offs, mask=x_mask, other=0.0).to(acc)
+    R = _dot(p, rh, NO_TF32).to(x.dtype).to(acc)
+    tl.store(gx_ptr + x_offs, (g * R + g).to(x.dtype), mask=x_mask)  # d out / d x at fixed R
     gR = g * x.to(acc)  # d out / d R
-    tl.store(gR_ptr + offs, gR, mask=xmask)
-    if NO_TF32:
-        gp = tl.dot(gR, tl.trans(rh), input_precision="ieee")  # BLOCK_M x BLOCK_N
-    else:
-        gp = tl.dot(gR, tl.trans(rh))
+    tl.store(gR_ptr + x_offs, gR, mask=x_mask)
+    gp = _dot(gR, tl.trans(rh), NO_TF32)  # BLOCK_M x BLOCK_N
     glogits = p * (gp - tl.sum(p * gp, axis=1)[:, None])  # softmax backward
     if SCALE:
         glogits = glogits / tau
-    tl.store(glogits_ptr + rows[:, None] * (H * N) + h * N + n[None, :], glogits.to(x.dtype), mask=pmask)
+    tl.store(glogits_ptr + p_offs, glogits.to(x.dtype), mask=p_mask)
 
 
 def _blocks(num_roles: int, role_dim: int) -> Tuple[int, int]:
