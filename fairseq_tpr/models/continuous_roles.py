@@ -7,12 +7,15 @@ authors' code.
   embedding roles on, fairseq's position table, torch's feed-forward init);
 * :func:`check_continuous_options`: the values, a ConfigError naming the flag;
 * :func:`apply_authors_options`: after fairseq's build, ``--position-table interleaved`` (the authors'
-  sin/cos table, :func:`interleaved_positions`) and ``--ffn-init xavier`` (:func:`xavier_feed_forward`).
+  sin/cos table, :func:`interleaved_positions`) and ``--ffn-init xavier`` (:func:`xavier_feed_forward`);
+* :class:`ContinuousRoleModel`: the mixin that gives a model class all of the above and Eq. 2's
+  binding in the embedding slot.
 """
 from fairseq.modules import SinusoidalPositionalEmbedding
 from torch import nn
 
 from ..errors import ConfigError
+from ..modules import EmbeddingRoleBinding
 from ..modules.positions import POSITION_TABLES, InterleavedSinusoidalPositionalEmbedding
 from .presets import set_defaults
 
@@ -78,3 +81,30 @@ def xavier_feed_forward(model: nn.Module) -> None:
     for name, module in model.named_modules():
         if name.rsplit(".", 1)[-1] in ("fc1", "fc2") and isinstance(module, nn.Linear):
             nn.init.xavier_uniform_(module.weight)
+
+
+class ContinuousRoleModel:
+    """Mixin for a continuous-role model class (before the fairseq-side base, which names its
+    ``sides``: ``("encoder", "decoder")`` or ``("decoder",)``): the options, their checks on every side,
+    Eq. 2's :class:`~fairseq_tpr.modules.EmbeddingRoleBinding` in the embedding slot unless
+    ``--no-embedding-roles``, and the authors' build steps after fairseq's build."""
+
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        add_continuous_role_args(parser)
+
+    @classmethod
+    def check_options(cls, args, task):
+        super().check_options(args, task)
+        check_continuous_options(args, cls.sides)
+
+    @classmethod
+    def embedding_binding(cls, args):
+        return None if args.no_embedding_roles else EmbeddingRoleBinding
+
+    @classmethod
+    def build_checked_model(cls, args, task):
+        model = super().build_checked_model(args, task)
+        apply_authors_options(args, model, [getattr(model, side) for side in cls.sides])
+        return model

@@ -10,7 +10,8 @@
 * :func:`check_role_options`: the values and the shapes, a ConfigError naming the flag before any
   module is built (the values through :func:`~fairseq_tpr.modules.role_dictionary.check_binding_options`,
   which the binding itself also runs: one check, two callers);
-* :data:`ROLE_CELL_UNSUPPORTED`: fairseq options the role cells do not honour.
+* :data:`ROLE_CELL_UNSUPPORTED`: fairseq options the role cells do not honour;
+* :class:`RoleDictionaryModel`: the mixin that gives a model class the options and their checks.
 """
 from ..errors import ConfigError
 from ..modules.role_dictionary import KERNELS, DiscreteRoleBinding, check_binding_options
@@ -74,3 +75,21 @@ def check_role_options(args, arch: str, sides, context: str = "") -> None:
                           args.role_kernel, context=context, arch=arch)
     for side in sides:
         check_role_dim(args, side)
+
+
+class RoleDictionaryModel:
+    """Mixin for a model class with a role dictionary in its cells (before the fairseq-side base, which
+    provides ``tpr_sides(args)``: the sides whose cells bind roles): the six options, their checks, and
+    the fairseq options the role cells refuse."""
+
+    unsupported_options = ROLE_CELL_UNSUPPORTED
+
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        add_role_dictionary_args(parser)
+
+    @classmethod
+    def check_options(cls, args, task):
+        super().check_options(args, task)
+        check_role_options(args, args.arch, cls.tpr_sides(args))

@@ -18,15 +18,14 @@ from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import base_architecture, transformer_wmt_en_de
 
 from ..errors import ConfigError
-from ..modules import EmbeddingRoleBinding, TPDecoderLayer, TPEncoderLayer
-from .continuous_roles import (add_continuous_role_args, apply_authors_options, check_continuous_options,
-                               set_continuous_defaults)
+from ..modules import TPDecoderLayer, TPEncoderLayer
+from .continuous_roles import ContinuousRoleModel, set_continuous_defaults
 from .presets import default_sizes, pre_ln, set_defaults
 from .tpr_transformer_base import TPRTransformerModelBase
 
 
 @register_model("tp_transformer")
-class TPTransformerModel(TPRTransformerModelBase):
+class TPTransformerModel(ContinuousRoleModel, TPRTransformerModelBase):
     """Encoder-decoder TP-Transformer with continuous roles (see module docstring)."""
 
     family = "continuous-role TP-Transformer"
@@ -35,34 +34,27 @@ class TPTransformerModel(TPRTransformerModelBase):
     @classmethod
     def add_args(cls, parser):
         super().add_args(parser)
-        add_continuous_role_args(parser)
         parser.add_argument("--share-embedding-roles", action="store_true",
                             help="one Eq. 2 role projection W^(p), b^(p) for source and target embeddings, as the "
                                  "authors' code (default: one per side)")
 
     @classmethod
-    def embedding_binding(cls, args):
-        return None if getattr(args, "no_embedding_roles", False) else EmbeddingRoleBinding
-
-    @classmethod
     def check_options(cls, args, task):
         super().check_options(args, task)
-        arch = getattr(args, "arch", "tp_transformer")
-        check_continuous_options(args, ("encoder", "decoder"))
-        if getattr(args, "share_embedding_roles", False):
-            if getattr(args, "no_embedding_roles", False) or getattr(args, "tpr_in", "both") != "both":
+        if args.share_embedding_roles:
+            if args.no_embedding_roles or args.tpr_in != "both":
                 raise ConfigError(f"--share-embedding-roles shares the Eq. 2 binding of source and target: it needs "
                                   f"embedding roles on both sides; drop --no-embedding-roles / --tpr-in, or the flag "
-                                  f"(--arch {arch}).")
+                                  f"(--arch {args.arch}).")
             if args.encoder_embed_dim != args.decoder_embed_dim:
                 raise ConfigError(f"--share-embedding-roles needs --encoder-embed-dim ({args.encoder_embed_dim}) equal "
                                   f"to --decoder-embed-dim ({args.decoder_embed_dim}).")
 
     @classmethod
     def build_checked_model(cls, args, task):
-        """fairseq's build, then the three options of the authors' code (module docstring)."""
+        """fairseq's build and the authors' build steps (:class:`~.continuous_roles.ContinuousRoleModel`),
+        then one Eq. 2 binding for both sides with ``--share-embedding-roles``."""
         model = super().build_checked_model(args, task)
-        apply_authors_options(args, model, (model.encoder, model.decoder))
         if args.share_embedding_roles:
             model.decoder.layernorm_embedding.role_proj = model.encoder.layernorm_embedding.role_proj
         return model

@@ -15,28 +15,16 @@ from fairseq.models.transformer import base_architecture
 from ..modules import RoleDecoderLayer, RoleEncoderLayer
 from .presets import default_sizes, pre_ln, set_defaults
 from .role_capture import ReturnsRoleAttention
-from .role_options import ROLE_CELL_UNSUPPORTED, add_role_dictionary_args, check_role_options, set_role_defaults
+from .role_options import RoleDictionaryModel, set_role_defaults
 from .tpr_transformer_base import TPRTransformerModelBase
 
 
 @register_model("tp_transformer_d")
-class TPTransformerDModel(ReturnsRoleAttention, TPRTransformerModelBase):
+class TPTransformerDModel(RoleDictionaryModel, ReturnsRoleAttention, TPRTransformerModelBase):
     """Encoder-decoder TP-Transformer with a role dictionary per attention sublayer."""
 
     family = "discrete-role TP-Transformer"
-    unsupported_options = ROLE_CELL_UNSUPPORTED
     encoder_layer, decoder_layer = RoleEncoderLayer, RoleDecoderLayer
-
-    @classmethod
-    def add_args(cls, parser):
-        super().add_args(parser)
-        add_role_dictionary_args(parser)
-
-    @classmethod
-    def check_options(cls, args, task):
-        super().check_options(args, task)
-        sides = [s for s, on in (("encoder", cls.tpr_encoder(args)), ("decoder", cls.tpr_decoder(args))) if on]
-        check_role_options(args, args.arch, sides)
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, return_all_hiddens: bool = True,
                 features_only: bool = False, alignment_layer=None, alignment_heads=None):

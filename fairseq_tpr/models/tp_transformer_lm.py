@@ -50,14 +50,13 @@ from fairseq.models.transformer_lm import TransformerLanguageModel, TransformerL
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 
 from ..errors import ConfigError
-from ..modules import EmbeddingRoleBinding, RoleDecoderLayer, TPDecoderLayer
+from ..modules import RoleDecoderLayer, TPDecoderLayer
 from .checks import ChecksOptions, check_heads_divide
-from .continuous_roles import (add_continuous_role_args, apply_authors_options, check_continuous_options,
-                               set_continuous_defaults)
+from .continuous_roles import ContinuousRoleModel, set_continuous_defaults
 from .dictionaries import task_dictionary
 from .presets import set_defaults
 from .role_capture import ReturnsRoleAttention
-from .role_options import ROLE_CELL_UNSUPPORTED, add_role_dictionary_args, check_role_options, set_role_defaults
+from .role_options import RoleDictionaryModel, set_role_defaults
 from .tpr_transformer_base import ExplainsCheckpointMismatch, TPRTransformerDecoder
 from .scripting import EagerOnly
 
@@ -73,6 +72,12 @@ class TPRLanguageModelBase(EagerOnly, ExplainsCheckpointMismatch, ChecksOptions,
     family = "TPR language model"
     unsupported_options = ("cross_self_attention",)
     decoder_layer: Optional[Type[nn.Module]] = None  # None: fairseq's decoder and cells
+    sides = ("decoder",)  # the model's attribute of its one side
+
+    @classmethod
+    def tpr_sides(cls, args):
+        """The sides whose cells are the variant's: the decoder."""
+        return cls.sides
 
     @classmethod
     def add_args(cls, parser):
@@ -130,7 +135,7 @@ class MatchedTransformerLanguageModel(TPRLanguageModelBase):
 
 
 @register_model("tp_transformer_lm")
-class TPTransformerLanguageModel(TPRLanguageModelBase):
+class TPTransformerLanguageModel(ContinuousRoleModel, TPRLanguageModelBase):
     """Decoder-only TP-Transformer with continuous roles (module docstring)."""
 
     family = "continuous-role TP-Transformer language model"
@@ -139,7 +144,6 @@ class TPTransformerLanguageModel(TPRLanguageModelBase):
     @classmethod
     def add_args(cls, parser):
         super().add_args(parser)
-        add_continuous_role_args(parser)
         parser.add_argument("--no-tp-attention", action="store_true",
                             help="fairseq's own cells (plain self-attention) under Eq. 2's embedding roles: the "
                                  "embedding roles alone, an ablation")
@@ -147,8 +151,7 @@ class TPTransformerLanguageModel(TPRLanguageModelBase):
     @classmethod
     def check_options(cls, args, task):
         super().check_options(args, task)
-        check_continuous_options(args, ("decoder",))
-        if getattr(args, "no_tp_attention", False) and getattr(args, "no_embedding_roles", False):
+        if args.no_tp_attention and args.no_embedding_roles:
             raise ConfigError(f"--no-tp-attention with --no-embedding-roles leaves no TPR in --arch {args.arch}: "
                               "that is fairseq's transformer_lm (--arch transformer_lm_tp at the same sizes); drop "
                               "one of the two flags.")
@@ -158,34 +161,13 @@ class TPTransformerLanguageModel(TPRLanguageModelBase):
         """TP-Multi-Head Attention cells, or fairseq's own with ``--no-tp-attention``."""
         return TransformerDecoderLayerBase if getattr(args, "no_tp_attention", False) else TPDecoderLayer
 
-    @classmethod
-    def embedding_binding(cls, args):
-        return None if getattr(args, "no_embedding_roles", False) else EmbeddingRoleBinding
-
-    @classmethod
-    def build_checked_model(cls, args, task):
-        model = super().build_checked_model(args, task)
-        apply_authors_options(args, model, (model.decoder,))
-        return model
-
 
 @register_model("tp_transformer_d_lm")
-class TPTransformerDLanguageModel(ReturnsRoleAttention, TPRLanguageModelBase):
+class TPTransformerDLanguageModel(RoleDictionaryModel, ReturnsRoleAttention, TPRLanguageModelBase):
     """Decoder-only TP-Transformer with a role dictionary after every self-attention sublayer."""
 
     family = "discrete-role TP-Transformer language model"
-    unsupported_options = ROLE_CELL_UNSUPPORTED
     decoder_layer = RoleDecoderLayer
-
-    @classmethod
-    def add_args(cls, parser):
-        super().add_args(parser)
-        add_role_dictionary_args(parser)
-
-    @classmethod
-    def check_options(cls, args, task):
-        super().check_options(args, task)
-        check_role_options(args, args.arch, ("decoder",))
 
     def forward(self, src_tokens, **kwargs):
         """As fairseq's (``src_tokens``: ``B x T``, returns ``B x T x V`` logits and ``extra``), plus

@@ -7,7 +7,7 @@ class names (``encoder_layer``, ``decoder_layer``, and the ``embedding_binding``
 and :class:`TPRTransformerModelBase` hands to :class:`TPRTransformerEncoder` /
 :class:`TPRTransformerDecoder`.
 """
-from typing import Dict, Optional, Type
+from typing import Dict, Optional, Tuple, Type
 
 import torch.nn as nn
 from fairseq.distributed import fsdp_wrap
@@ -121,6 +121,13 @@ class TPRTransformerModelBase(EagerOnly, ExplainsCheckpointMismatch, ChecksOptio
             if getattr(args, opt, False):
                 raise ConfigError(f"--{opt.replace('_', '-')} is not supported by --arch {arch}; drop the flag.")
         check_heads_divide(args)
+
+    sides = ("encoder", "decoder")  # the model's attributes of its two sides
+
+    @classmethod
+    def tpr_sides(cls, args) -> Tuple[str, ...]:
+        """The sides whose cells are the variant's (``--tpr-in``)."""
+        return tuple(s for s, on in (("encoder", cls.tpr_encoder(args)), ("decoder", cls.tpr_decoder(args))) if on)
 
     @classmethod
     def tpr_encoder(cls, args) -> bool:
