@@ -28,7 +28,8 @@ import collections
 import time
 
 # run as `python benchmarks/profile_step.py`: its own folder is first on sys.path, the package is installed
-from throughput import PAIRS, build, make_generate_batches, make_train_batches, wait_for_quiet
+from bench_measure import wait_for_quiet
+from bench_models import PAIRS, build, make_generate_batches, make_train_batches
 
 # module names whose own parameters say which role they play (reported as Kind:name)
 _NAMED_LINEARS = ("r_proj", "role_scorer", "role_proj", "q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2",
