@@ -59,10 +59,7 @@ KERNELS = ("auto", "eager", "triton")
 
 # (device type, dtype) where --role-kernel auto runs the fused kernels: only where a GPU run measured them
 # faster than the eager ops, forward + backward in the same process (benchmarks/binding_vs_linear.py, run by
-# scripts/gpu_check.sh; records in docs/img/bench/). None yet: the one measurement (H200, 28 Nov 2026,
-# docs/img/bench/gpu_h200_2026-11-28.json) had them slower in fp32 and faster in bf16, but against the
-# eager ops before RoleBindingFunction, which dispatch 55 ops per binding where it dispatches 35; fp16 was
-# not measured.
+# scripts/gpu_check.sh; what each run measured: docs/benchmarks.md and its records in docs/img/bench/)
 FUSED_MEASURED_FASTER = frozenset()
 
 
