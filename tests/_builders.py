@@ -46,6 +46,41 @@ def random_batch(d, bsz=3, src_len=7, tgt_len=6, seed=1, pad_first=True):
     return src, src_lengths, prev
 
 
+def assert_dictionaries_normalised_together(model, *inputs, **kw_inputs):
+    """``model`` (float64) in a training forward pass hands every role binding its r_hat normalised
+    together with the others' (``DiscreteRoleBinding.together`` set when the binding runs, reset after);
+    with ``role_bindings`` listing none (so nothing is handed over) each binding normalises its own
+    dictionary. The loss (mean square of the output) and every gradient agree to 1e-12."""
+    from fairseq_tpr.modules import DiscreteRoleBinding
+
+    model.train()
+    bindings = [m for m in model.modules() if isinstance(m, DiscreteRoleBinding)]
+    handed = []
+    hooks = [b.register_forward_pre_hook(lambda m, args: handed.append(m.together is not None)) for b in bindings]
+
+    def grads():
+        model.zero_grad()
+        handed.clear()
+        loss = model(*inputs, **kw_inputs)[0].pow(2).mean()
+        loss.backward()
+        return loss.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None], list(handed)
+
+    try:
+        together = grads()
+        model.role_bindings = lambda: ()  # the bindings on their own
+        alone = grads()
+    finally:
+        del model.role_bindings
+        for hook in hooks:
+            hook.remove()
+    assert bindings and together[2] == [True] * len(bindings) and alone[2] == [False] * len(bindings)
+    assert all(b.together is None for b in bindings)
+    torch.testing.assert_close(together[0], alone[0], atol=1e-12, rtol=1e-12)
+    assert len(together[1]) == len(alone[1])
+    for a, w in zip(together[1], alone[1]):
+        torch.testing.assert_close(a, w, atol=1e-12, rtol=1e-12)
+
+
 class CaptioningTask:
     """What the captioning models (``atpl*``, ``nic*``) read from their task in ``build_model``."""
 

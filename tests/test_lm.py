@@ -18,7 +18,7 @@ from fairseq import options
 from fairseq.modules import SinusoidalPositionalEmbedding
 from fairseq.tasks.language_modeling import LanguageModelingTask
 
-from _builders import toy_dictionary
+from _builders import assert_dictionaries_normalised_together, toy_dictionary
 from fairseq_tpr.criterions.cross_entropy_with_roles import CrossEntropyWithRolesCriterion
 from fairseq_tpr.errors import ConfigError
 from fairseq_tpr.models.tp_transformer_lm import TPTransformerDLanguageModel, TPTransformerLanguageModel
@@ -294,3 +294,11 @@ def test_cross_entropy_with_roles_is_fairseqs_loss_plus_role_onehot():
     with torch.no_grad():
         _, _, log_plain = ours(plain.eval(), sample)
     assert "role_dists" not in log_plain
+
+
+def test_the_language_model_normalises_its_dictionaries_together():
+    """tp_transformer_d_lm hands its bindings their dictionaries normalised in one call, with the loss and
+    gradients of each binding normalising its own (float64, 1e-12; _builders)."""
+    model, _, _ = build_lm("tp_transformer_d_lm_tiny")
+    src = torch.randint(4, 20, (2, 9))
+    assert_dictionaries_normalised_together(model.double(), src)

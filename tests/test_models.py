@@ -8,7 +8,8 @@ from fairseq_tpr.models.tp_transformer import TPTransformerModel
 from fairseq_tpr.models.tp_transformer_d import TPTransformerDModel
 from fairseq_tpr.modules import DiscreteRoleBinding, TPMultiheadAttention
 
-from _builders import build, decode_step_by_step, random_batch, toy_dictionary
+from _builders import (assert_dictionaries_normalised_together, build, decode_step_by_step, random_batch,
+                       toy_dictionary)
 
 EXACT = 1e-10  # invariance tests run in float64, where batch/step differences are rounding at 1e-16
 TINY = ["tp_transformer_tiny", "tp_transformer_d_tiny", "transformer_tp_tiny", "tp_transformer_math_small"]
@@ -241,3 +242,14 @@ def test_role_distributions_of_a_binding_added_after_the_first_call_are_returned
     assert set(extra2["role_attn"]) == set(extra["role_attn"])
     assert not torch.equal(extra2["role_attn"]["decoder.layers.0.self_attn_roles"],
                            extra["role_attn"]["decoder.layers.0.self_attn_roles"])
+
+
+
+def test_dictionaries_normalised_together_train_as_each_binding_alone():
+    """A training forward pass of tp_transformer_d normalises all its dictionaries in one NormalizedRoles
+    call (normalized_together) and hands each binding its r_hat: the loss and every gradient in float64
+    equal those of the bindings normalising their own dictionaries, to 1e-12 (_builders)."""
+    d = toy_dictionary()
+    model, _, _ = build("tp_transformer_d_tiny", src_dict=d)
+    src, src_lengths, prev = random_batch(d)
+    assert_dictionaries_normalised_together(model.double(), src, src_lengths, prev)

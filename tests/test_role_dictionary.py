@@ -216,11 +216,12 @@ def _binding_by_autograd(x, weight, bias, roles, heads, temperature):
 @pytest.mark.parametrize("layout", ["time-major", "batch-major", "strided"])
 @pytest.mark.parametrize("bias,temperature", [(False, 1.0), (True, 0.5)])
 def test_the_training_function_has_the_gradients_of_autograd_in_float64(num_roles, layout, bias, temperature):
-    """RoleBindingFunction's written-out backward against autograd through the plain ops, for the TPR
-    and the role distributions (a loss on both), every input, both softmax layouts, fillers time-major,
-    batch-major (fairseq's encoder) and neither (a strided slice), the bias and a temperature; and a
-    dictionary row below the clamp of Eq. 4 (F.normalize's gradient passes it through unprojected)."""
-    from fairseq_tpr.modules.role_dictionary import RoleBindingFunction
+    """RoleBindingFunction's written-out backward (on NormalizedRoles' r_hat, Eq. 4) against autograd
+    through the plain ops, for the TPR and the role distributions (a loss on both), every input, both
+    softmax layouts, fillers time-major, batch-major (fairseq's encoder) and neither (a strided slice),
+    the bias and a temperature; and a dictionary row below the clamp of Eq. 4 (F.normalize's gradient
+    passes it through unprojected)."""
+    from fairseq_tpr.modules.role_dictionary import NormalizedRoles, RoleBindingFunction
 
     torch.manual_seed(7)
     T, B, H, d_r = 4, 3, 3, 4
@@ -236,7 +237,7 @@ def test_the_training_function_has_the_gradients_of_autograd_in_float64(num_role
     roles.requires_grad_()
     g, g_p = torch.randn(T, B, C, dtype=torch.float64), torch.randn(T, B, H, num_roles, dtype=torch.float64)
     inputs = [x, weight, roles] + ([b] if bias else [])
-    tpr, p, _ = RoleBindingFunction.apply(x, weight, b, roles, H, temperature)
+    tpr, p, _ = RoleBindingFunction.apply(x, weight, b, *NormalizedRoles.apply(torch.float64, roles), H, temperature)
     ref_tpr, ref_p = _binding_by_autograd(x, weight, b, roles, H, temperature)
     torch.testing.assert_close(tpr, ref_tpr, atol=1e-12, rtol=1e-12)
     torch.testing.assert_close(p, ref_p, atol=1e-12, rtol=1e-12)
@@ -252,14 +253,9 @@ def test_the_training_function_has_the_gradients_of_autograd_in_float64(num_role
         assert (a is None and (w is None or not w.any())) or torch.allclose(a, w, atol=1e-12, rtol=1e-12)
 
 
-def test_the_training_function_dispatches_fewer_ops_than_autograd():
-    """The point of the written-out backward: one binding at paper shape, its filler batch-major as in
-    fairseq's encoder and its upstream gradient time-major (as a LayerNorm's backward gives it), forward
-    + backward of the Function dispatch 12 + 20 ops (counted below autograd) where the plain ops under
-    autograd dispatch more than 50 (and copy the batch-major filler)."""
+def _count_ops(fn) -> int:
+    """Ops dispatched by ``fn()`` (counted below autograd: every aten op a kernel runs for, views included)."""
     from torch.utils._python_dispatch import TorchDispatchMode
-
-    from fairseq_tpr.modules.role_dictionary import RoleBindingFunction
 
     class Count(TorchDispatchMode):
         n = 0
@@ -268,17 +264,77 @@ def test_the_training_function_dispatches_fewer_ops_than_autograd():
             Count.n += 1
             return func(*args, **(kwargs or {}))
 
+    with Count():
+        fn()
+    return Count.n
+
+
+def test_the_training_functions_dispatch_fewer_ops_than_autograd():
+    """The point of the written-out backwards: one binding at paper shape, its filler batch-major as in
+    fairseq's encoder and its upstream gradient time-major (as a LayerNorm's backward gives it), forward
+    + backward of NormalizedRoles (one dictionary) and RoleBindingFunction dispatch 34 ops (counted below
+    autograd) where the plain ops under autograd dispatch more than 50 (and copy the batch-major filler);
+    a time-major filler saves the out-of-place addition of g_s W (33)."""
+    from fairseq_tpr.modules.role_dictionary import NormalizedRoles, RoleBindingFunction
+
     torch.manual_seed(0)
     bind = DiscreteRoleBinding(512, 8, 50, 64)
     leaf = torch.randn(16, 10, 512, requires_grad=True)
     g = torch.randn(10, 16, 512)  # time-major
 
-    def count(binding):
-        x = leaf.transpose(0, 1)  # batch-major
-        Count.n = 0
-        with Count():
+    def functions(x, weight, bias, roles, heads, temperature):
+        return RoleBindingFunction.apply(x, weight, bias, *NormalizedRoles.apply(torch.float32, roles), heads,
+                                         temperature)
+
+    def count(binding, x):
+        def step():
             out = binding(x, bind.role_scorer.weight, None, bind.roles, 8, 1.0)[0]
             torch.autograd.grad(out, [x, bind.role_scorer.weight, bind.roles], g)
-        return Count.n
+        return _count_ops(step)
 
-    assert count(RoleBindingFunction.apply) == 32 and count(_binding_by_autograd) > 50
+    batch_major = leaf.transpose(0, 1)
+    assert count(functions, batch_major) == 34 and count(_binding_by_autograd, batch_major) > 50
+    assert count(functions, batch_major.detach().contiguous().requires_grad_()) == 33
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
+def test_dictionaries_normalised_together_have_the_gradients_of_autograd(dtype):
+    """NormalizedRoles on k dictionaries at once (as a model's training pass, normalized_together): r_hat,
+    r_hat^T and the dictionaries' gradients equal F.normalize's under autograd, one dictionary at a time (a
+    row below the clamp, a dictionary with no gradient); in bf16 the dictionaries are normalised in fp32
+    and their gradients come back in bf16. The ops do not grow with k beyond one per dictionary in the
+    gradients' accumulation."""
+    from fairseq_tpr.modules.role_dictionary import NormalizedRoles
+
+    torch.manual_seed(9)
+    roles = [torch.randn(5, 4, dtype=dtype) for _ in range(3)]
+    roles[1][2] = 1e-14  # below the clamp
+    roles = [r.requires_grad_() for r in roles]
+    acc = torch.float64 if dtype == torch.float64 else torch.float32
+    g = [torch.randn(5, 4, dtype=acc), None, torch.randn(5, 4, dtype=acc)]
+    out = NormalizedRoles.apply(acc, *roles)
+    hats, hats_t = out[:3], out[3:]
+    refs = [torch.nn.functional.normalize(r.to(acc), dim=-1) for r in roles]
+    for hat, hat_t, ref in zip(hats, hats_t, refs):
+        assert hat.dtype == acc and torch.equal(hat_t, hat.t()) and not hat_t.requires_grad
+        torch.testing.assert_close(hat, ref, atol=0, rtol=0)
+    used = [i for i in range(3) if g[i] is not None]
+    got = torch.autograd.grad([hats[i] for i in used], roles, [g[i] for i in used], allow_unused=True)
+    want = torch.autograd.grad([refs[i] for i in used], roles, [g[i] for i in used], allow_unused=True)
+    for i, (a, w) in enumerate(zip(got, want)):
+        if i in used:
+            assert a.dtype == dtype
+            torch.testing.assert_close(a, w, atol=1e-12 if dtype == torch.float64 else 0, rtol=1e-12 if dtype ==
+                                       torch.float64 else 0)
+        else:
+            assert w is None and not a.any()
+
+    def ops(k):
+        leaves = [torch.randn(5, 4, dtype=dtype, requires_grad=True) for _ in range(k)]
+
+        def step():
+            out = NormalizedRoles.apply(acc, *leaves)
+            torch.autograd.grad(out[:k], leaves, [torch.ones(5, 4, dtype=acc)] * k)
+        return _count_ops(step)
+
+    assert ops(18) == ops(2)  # stack, norm, clamp, division, transposes and unbinds, whatever k

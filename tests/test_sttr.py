@@ -2,6 +2,7 @@
 Eq. 20-23; lambda = 0 is the plain label-smoothed CE; templates stay with their sources through the
 task's sorting and batching; incremental == full decoding; beam search batch-invariant; bad inputs.
 The end-to-end CLI run is in test_sttr_cli.py."""
+import argparse
 import math
 import re
 
@@ -14,13 +15,13 @@ from fairseq_tpr.criterions.label_smoothed_cross_entropy_with_template_mse impor
     LabelSmoothedCrossEntropyWithTemplateMSECriterion as MSECriterion,
 )
 from fairseq_tpr.corpora.templates import main as binarize_main
-from fairseq_tpr.errors import InputError
+from fairseq_tpr.errors import ConfigError, InputError
 from fairseq_tpr.models.sttr import SourceOnlyEncoder, STTREncoder
 from fairseq_tpr.modules.template_fusion import TemplateAwareAttention, TemplateConcatenation, shifting_loss
 from fairseq_tpr.modules.tp_layers import RoleDecoderLayer, RoleEncoderLayer
 from fairseq_tpr.tasks.template_summarization import TemplateSummarizationTask
 
-from _builders import build, random_batch, toy_dictionary
+from _builders import assert_dictionaries_normalised_together, build, random_batch, toy_dictionary
 
 MODES = ["sttr_tiny", "sttr_tiny --template-mode concat", "sttr_tiny --template-mode none",
          "sttr_tiny --tpr discrete"]
@@ -227,6 +228,13 @@ def test_discrete_roles_are_returned_and_counted_with_the_right_masks():
     assert "role_dists" not in plain
 
 
+def test_discrete_roles_normalise_their_dictionaries_together():
+    """sttr --tpr discrete hands its bindings (both encoders, the decoder) their dictionaries normalised in
+    one call, with the loss and gradients of each binding normalising its own (float64, 1e-12)."""
+    model, task, _ = build("sttr_tiny", "--tpr", "discrete")
+    assert_dictionaries_normalised_together(model.double(), **_sample(task.source_dictionary)["net_input"])
+
+
 def test_paper_preset_sizes():
     model, _, args = build("sttr_gigaword")
     assert (args.encoder_layers, args.decoder_layers, args.encoder_embed_dim, args.encoder_attention_heads,
@@ -244,6 +252,18 @@ def test_missing_templates_and_bad_options_give_clear_errors():
         build("sttr_tiny", "--tpr", "discrete", "--role-dim", "10")
     with pytest.raises(ValueError, match="--joined-dictionary"):
         build("sttr_tiny", src_dict=toy_dictionary(20), tgt_dict=toy_dictionary(25))
+
+
+def test_discrete_roles_refuse_the_options_their_cells_do_not_honour():
+    """The role cells write their own forward, which has no cross+self attention and no NormFormer scales:
+    with --tpr discrete each is a ConfigError naming the flag, as for tp_transformer_d (the scales are no
+    flag of an encoder-decoder's parser, only of fairseq's language models, so set on the options here)."""
+    with pytest.raises(ConfigError, match="--cross-self-attention is not supported with --tpr discrete"):
+        build("sttr_tiny", "--tpr", "discrete", "--cross-self-attention")
+    _, task, args = build("sttr_tiny", "--tpr", "discrete")
+    for option in ("scale_attn", "scale_fc", "scale_heads", "scale_resids"):
+        with pytest.raises(ConfigError, match=f"--{option.replace('_', '-')} is not supported with --tpr discrete"):
+            task.build_model(argparse.Namespace(**{**vars(args), option: True}))
 
 
 def test_reorder_encoder_out_reorders_every_entry():

@@ -4,10 +4,12 @@ Every :class:`~fairseq_tpr.modules.DiscreteRoleBinding` publishes its distributi
 (``T x B x H x N_r``, fp32 or wider) to the listeners of :mod:`fairseq_tpr.modules.taps`;
 :meth:`ReturnsRoleAttention.role_attention` listens for the duration of one forward pass and
 collects them by module name, for the model to put in ``extra["role_attn"]``. Nothing is kept
-on the modules or the model between calls.
+on the modules or the model between calls. :meth:`ReturnsRoleAttention.role_bindings` lists the
+bindings, for the model to hand them their dictionaries normalised together
+(:func:`~fairseq_tpr.modules.role_dictionary.normalized_together`).
 """
 from contextlib import contextmanager
-from typing import Dict, Iterator
+from typing import Dict, Iterable, Iterator
 
 from torch import Tensor, nn
 
@@ -27,9 +29,7 @@ class ReturnsRoleAttention:
     def role_attention(self: nn.Module) -> Iterator[Dict[str, Tensor]]:
         """Yields a dict that fills, during the ``with`` block, with binding name (e.g.
         ``encoder.layers.0.self_attn_roles``) -> role distributions ``T x B x H x N_r``."""
-        names = self.__dict__.get("_role_binding_names")
-        if names is None:
-            names = self._index_role_bindings()
+        names = self._role_binding_index()
         rebuilt = False
         role_attn: Dict[str, Tensor] = {}
 
@@ -44,6 +44,15 @@ class ReturnsRoleAttention:
 
         with taps.listen(keep, DiscreteRoleBinding, keys=("role_attn",)):
             yield role_attn
+
+    def role_bindings(self: nn.Module) -> Iterable[DiscreteRoleBinding]:
+        """The model's role bindings (the index :meth:`role_attention` keeps), e.g. for
+        :func:`~fairseq_tpr.modules.role_dictionary.normalized_together`."""
+        return self._role_binding_index().keys()
+
+    def _role_binding_index(self: nn.Module) -> Dict[nn.Module, str]:
+        names = self.__dict__.get("_role_binding_names")
+        return self._index_role_bindings() if names is None else names
 
     def _index_role_bindings(self: nn.Module) -> Dict[nn.Module, str]:
         """binding -> its name in this model, built once (not a walk over the modules on every

@@ -41,6 +41,7 @@ from fairseq.models.transformer import TransformerDecoder, TransformerEncoder, T
 from torch import Tensor
 
 from ..errors import ConfigError, InputError
+from ..modules.role_dictionary import normalized_together
 from ..modules.template_fusion import GATE_ON, TemplateAwareAttention, TemplateConcatenation
 from ..modules.tp_layers import RoleDecoderLayer, RoleEncoderLayer
 from .checks import ChecksOptions, check_heads_divide
@@ -49,7 +50,7 @@ from .hub_entry import plugin_from_pretrained
 from .sttr_hub import TemplateSummarizerHubInterface
 from .presets import default_sizes, set_defaults
 from .role_capture import ReturnsRoleAttention
-from .role_options import add_role_dictionary_args, check_role_options, set_role_defaults
+from .role_options import ROLE_CELL_UNSUPPORTED, add_role_dictionary_args, check_role_options, set_role_defaults
 from .tpr_transformer_base import TPRTransformerDecoder, TPRTransformerEncoder
 from .scripting import EagerOnly
 
@@ -174,8 +175,10 @@ class STTRModel(EagerOnly, ReturnsRoleAttention, ChecksOptions, TransformerModel
         check_heads_divide(args)
         if args.tpr != "discrete":
             return
-        if getattr(args, "cross_self_attention", False):
-            raise ConfigError("--cross-self-attention is not supported with --tpr discrete; drop the flag.")
+        for opt in ROLE_CELL_UNSUPPORTED:  # what the role cells' own forward does not honour
+            if getattr(args, opt, False):
+                raise ConfigError(f"--{opt.replace('_', '-')} is not supported with --tpr discrete (the role "
+                                  f"cells do not honour it); drop the flag.")
         if args.role_dim is None:  # default: embed-dim / heads of the encoder
             args.role_dim = args.encoder_embed_dim // args.encoder_attention_heads
         check_role_options(args, arch, ("encoder", "decoder"), context=" with --tpr discrete")
@@ -216,7 +219,8 @@ class STTRModel(EagerOnly, ReturnsRoleAttention, ChecksOptions, TransformerModel
         (``[B x S]``), both empty lists unless ``--template-mode attention``, and with
         ``--tpr discrete`` ``role_attn``: binding name (``encoder.source_encoder.layers.0.self_attn_roles``,
         ``encoder.template_encoder...``, ``decoder...``) -> role distributions ``T x B x H x N_r`` (fp32)."""
-        with self.role_attention() as role_attn:  # --tpr discrete: kept only for this call (as tp_transformer_d)
+        # --tpr discrete: the distributions kept only for this call, the dictionaries normalised together (as tp_transformer_d)
+        with self.role_attention() as role_attn, normalized_together(self.role_bindings()):
             encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, template_tokens=template_tokens,
                                        template_lengths=template_lengths, return_all_hiddens=return_all_hiddens)
             x, extra = self.decoder(prev_output_tokens, encoder_out=encoder_out, features_only=features_only,

@@ -13,6 +13,7 @@ from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import base_architecture
 
 from ..modules import RoleDecoderLayer, RoleEncoderLayer
+from ..modules.role_dictionary import normalized_together
 from .presets import default_sizes, pre_ln, set_defaults
 from .role_capture import ReturnsRoleAttention
 from .role_options import RoleDictionaryModel, set_role_defaults
@@ -31,7 +32,7 @@ class TPTransformerDModel(RoleDictionaryModel, ReturnsRoleAttention, TPRTransfor
         """As fairseq's, plus ``extra["role_attn"]``: binding name (e.g.
         ``encoder.layers.0.self_attn_roles``) -> role distributions ``T x B x H x N_r`` (fp32),
         collected for this call only (:class:`~fairseq_tpr.models.role_capture.ReturnsRoleAttention`)."""
-        with self.role_attention() as role_attn:
+        with self.role_attention() as role_attn, normalized_together(self.role_bindings()):
             x, extra = super().forward(
                 src_tokens, src_lengths, prev_output_tokens, return_all_hiddens=return_all_hiddens,
                 features_only=features_only, alignment_layer=alignment_layer, alignment_heads=alignment_heads,

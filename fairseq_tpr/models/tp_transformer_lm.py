@@ -51,6 +51,7 @@ from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 
 from ..errors import ConfigError
 from ..modules import RoleDecoderLayer, TPDecoderLayer
+from ..modules.role_dictionary import normalized_together
 from .checks import ChecksOptions, check_heads_divide
 from .continuous_roles import ContinuousRoleModel, set_continuous_defaults
 from .dictionaries import task_dictionary
@@ -173,7 +174,7 @@ class TPTransformerDLanguageModel(RoleDictionaryModel, ReturnsRoleAttention, TPR
         """As fairseq's (``src_tokens``: ``B x T``, returns ``B x T x V`` logits and ``extra``), plus
         ``extra["role_attn"]``: binding name (``decoder.layers.0.self_attn_roles``, ...) -> role
         distributions ``T x B x H x N_r`` (fp32) of this call."""
-        with self.role_attention() as role_attn:
+        with self.role_attention() as role_attn, normalized_together(self.role_bindings()):
             x, extra = super().forward(src_tokens, **kwargs)
         extra["role_attn"] = role_attn
         return x, extra

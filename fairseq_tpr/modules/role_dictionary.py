@@ -34,17 +34,21 @@ capture), the binding runs the eager ops.
 Speed (same values, see docs/benchmarks.md): the H scorers are one ``d_m -> H * N_r``
 projection (applied as a product with its weight, so forward hooks on ``role_scorer`` itself
 do not fire) and Eq. 5 is one ``(T B H) x N_r`` by ``N_r x d_r`` product for all heads. In
-training (gradients on, no incremental state) Eq. 4-6 run as one autograd Function,
-:class:`RoleBindingFunction`, whose backward is written out in the fewest ops (a training step
-is bound by the ops the host issues on a GPU, ``benchmarks/train_profile.py`` counts them); without
-gradients (validation, decoding) the same forward ops run without it, and in incremental decoding
+training (gradients on, no incremental state) Eq. 4 and Eq. 5-6 run as two autograd Functions,
+:class:`NormalizedRoles` and :class:`RoleBindingFunction`, whose backwards are written out in the
+fewest ops (a training step is bound by the ops the host issues on a GPU,
+``benchmarks/train_profile.py`` counts them); a model normalises the dictionaries of all its
+bindings in one :class:`NormalizedRoles` call per training pass and hands each binding its r_hat
+(:func:`normalized_together`), otherwise a binding normalises its own. Without gradients
+(validation, decoding) the same forward ops run without the Functions, and in incremental decoding
 r_hat (Eq. 4) is computed once per decoding run and kept in the incremental state (it does not
 depend on the batch, so beam reordering leaves it alone).
 """
 import importlib.util
 import os
+from contextlib import contextmanager
 from functools import lru_cache
-from typing import Dict, Optional, Tuple
+from typing import Collection, Dict, Iterator, Optional, Tuple
 
 import torch
 from fairseq.incremental_decoding_utils import with_incremental_state
@@ -193,50 +197,91 @@ def bind(x: Tensor, weight: Tensor, bias: Optional[Tensor], roles_hat: Tensor, h
     return tpr, p, R, R_F, x_rows, steps
 
 
+class NormalizedRoles(torch.autograd.Function):
+    """Eq. 4 for k dictionaries of one shape at once, with its backward written out:
+    ``apply(dtype, r_1, .., r_k)`` -> ``(r_hat_1, .., r_hat_k, r_hat_1^T, .., r_hat_k^T)``, each r_hat
+    ``N_r x d_r`` in ``dtype`` (:func:`normalize_roles` on the k dictionaries stacked), each transpose a
+    view that takes no gradient (the backward of Eq. 5 multiplies by it). With upstream gradients g_r_hat
+    and ``d = max(||r_n||_2, 1e-12)``, as ``F.normalize``'s autograd:
+
+        g_r = (g_r_hat - r_hat <g_r_hat, r_hat>) / d      (rows at the clamp, ||r_n|| <= 1e-12: g_r_hat / d)
+
+    A model normalises all its dictionaries in one call per training forward pass
+    (:func:`normalized_together`): 15 ops forward and backward for any number of dictionaries, where a call
+    per binding dispatches 10 each (docs/benchmarks.md)."""
+
+    @staticmethod
+    def forward(ctx, dtype, *roles):
+        one = len(roles) == 1  # one dictionary: no stack
+        stacked = roles[0] if one else torch.stack(roles)  # (k x) N_r x d_r
+        roles_hat, denom = normalize_roles(stacked, dtype)
+        ctx.set_materialize_grads(False)
+        ctx.roles_dtype = stacked.dtype
+        ctx.save_for_backward(roles_hat, denom)
+        transposed = (roles_hat.t(),) if one else roles_hat.transpose(1, 2).unbind(0)
+        ctx.mark_non_differentiable(*transposed)
+        return (roles_hat, *transposed) if one else (*roles_hat.unbind(0), *transposed)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        roles_hat, denom = ctx.saved_tensors
+        k = len(grads) // 2
+        grads = grads[:k]
+        if all(g is None for g in grads):
+            return (None,) * (k + 1)
+        if k == 1:
+            g_rhat = grads[0]
+        else:
+            g_rhat = torch.stack([roles_hat.new_zeros(roles_hat.shape[1:]) if g is None else g for g in grads])
+        radial = (g_rhat * roles_hat).sum(-1, keepdim=True) * (denom > 1e-12)  # no radial part at the clamp
+        g_r = torch.addcmul(g_rhat, roles_hat, radial, value=-1).div_(denom)
+        g_r = g_r if g_r.dtype == ctx.roles_dtype else g_r.to(ctx.roles_dtype)
+        return (None, g_r) if k == 1 else (None, *g_r.unbind(0))
+
+
 class RoleBindingFunction(torch.autograd.Function):
-    """Eq. 4-6 with their backward written out: ``apply(x, weight, bias, roles, heads, temperature)``
-    -> ``(TPR(F): T x B x d_m, p: T x B x H x N_r, R: (T B H) x d_r)``, the values of :func:`bind` on
-    :func:`normalize_roles`. R is published for analysis and takes no gradient.
+    """Eq. 5-6 with their backward written out: ``apply(x, weight, bias, roles_hat, roles_hat_t, heads,
+    temperature)`` -> ``(TPR(F): T x B x d_m, p: T x B x H x N_r, R: (T B H) x d_r)``, the values of
+    :func:`bind`; r_hat and its transpose come from :class:`NormalizedRoles` (Eq. 4), the transpose
+    takes no gradient, R is published for analysis and takes no gradient.
 
     With upstream gradients g (of TPR) and g_p (of p, usually none), ``s`` the logits:
 
         g_x     = g * (1 + R) + g_s W          g_R     = g * F  (per head: (T B H) x d_r)
         g_s     = softmax'(g_R r_hat^T + g_p) / tau             g_W = g_s^T F,  g_b = sum_tokens g_s
-        g_r_hat = p^T g_R                      g_r     = (g_r_hat - r_hat <g_r_hat, r_hat>) / d  (Eq. 4; where
-                                                         ||r_n|| <= 1e-12, r_hat = r / 1e-12 and g_r = g_r_hat / d)
+        g_r_hat = p^T g_R
 
     in the dtypes the eager ops use (products and softmax' in the accumulation dtype, the scorer's
     gradients in x's). Tokens are rows in the memory order of x throughout (no reordering copies)."""
 
     @staticmethod
-    def forward(ctx, x, weight, bias, roles, heads: int, temperature: float):
-        roles_hat, denom = normalize_roles(roles, accumulation_dtype(x.dtype))
+    def forward(ctx, x, weight, bias, roles_hat, roles_hat_t, heads: int, temperature: float):
         tpr, p, R, R_F, x_rows, steps = bind(x, weight, bias, roles_hat, heads, temperature)
         ctx.set_materialize_grads(False)
         ctx.mark_non_differentiable(R)
-        ctx.temperature, ctx.has_bias, ctx.roles_dtype, ctx.steps = temperature, bias is not None, roles.dtype, steps
-        ctx.save_for_backward(x, x_rows, weight, p, roles_hat, denom, R_F)
+        ctx.temperature, ctx.has_bias, ctx.steps = temperature, bias is not None, steps
+        ctx.save_for_backward(x, x_rows, weight, p, roles_hat_t, R_F)
         return tpr, head_view(p, steps, *x.shape[:2], heads), R
 
     @staticmethod
     def backward(ctx, g, g_p, _g_R):
-        x, x_rows, weight, p, roles_hat, denom, R_F = ctx.saved_tensors
-        acc = roles_hat.dtype
+        x, x_rows, weight, p, roles_hat_t, R_F = ctx.saved_tensors
+        acc = roles_hat_t.dtype
         T, B, C = x.shape
         n_rows, num_roles = p.shape
         g_x = g_R = None
         if g is not None:
             g_x = torch.addcmul(g, g, R_F)  # g * (1 + R), laid out as g
-            g_R = rows_in_order(torch.mul(x, g), ctx.steps, width=roles_hat.size(1))  # the rows of p, per head
+            g_R = rows_in_order(torch.mul(x, g), ctx.steps, width=roles_hat_t.size(0))  # the rows of p, per head
             g_R = g_R if g_R.dtype == acc else g_R.to(acc)
         if g_p is not None:  # p's gradient as p's rows (a loss on the role distributions; none of this package's)
             rows = p.new_empty(n_rows, num_roles)
             head_view(rows, ctx.steps, T, B, n_rows // (T * B)).copy_(g_p)
             g_p = rows
         if g_R is not None:
-            g_p = torch.mm(g_R, roles_hat.t()) if g_p is None else torch.addmm(g_p, g_R, roles_hat.t())
+            g_p = torch.mm(g_R, roles_hat_t) if g_p is None else torch.addmm(g_p, g_R, roles_hat_t)
         if g_p is None:
-            return None, None, None, None, None, None
+            return None, None, None, None, None, None, None
         g_s = role_softmax_backward(g_p, p)  # (T B H) x N_r, accumulation dtype
         g_s = g_s if g_s.dtype == x.dtype else g_s.to(x.dtype)
         if ctx.temperature != 1.0:
@@ -249,13 +294,32 @@ class RoleBindingFunction(torch.autograd.Function):
             g_x = g_sW if g_x is None else g_x.add_(g_sW)
         g_W = torch.mm(g_s.t(), x_rows)
         g_b = g_s.sum(0) if ctx.has_bias else None
-        g_r = None
-        if g_R is not None:  # Eq. 4's backward, F.normalize's: no radial component, rows at the clamp pass through
-            g_rhat = torch.mm(p.t(), g_R)  # N_r x d_r
-            radial = (g_rhat * roles_hat).sum(-1, keepdim=True) * (denom > 1e-12)
-            g_r = torch.addcmul(g_rhat, roles_hat, radial, value=-1).div_(denom)
-            g_r = g_r if g_r.dtype == ctx.roles_dtype else g_r.to(ctx.roles_dtype)
-        return g_x, g_W, g_b, g_r, None, None
+        g_rhat = None if g_R is None else torch.mm(p.t(), g_R)  # N_r x d_r
+        return g_x, g_W, g_b, g_rhat, None, None, None
+
+
+@contextmanager
+def normalized_together(bindings: Collection["DiscreteRoleBinding"]) -> Iterator[None]:
+    """For one training forward pass (gradients on): Eq. 4 of the dictionaries of all ``bindings`` in one
+    :class:`NormalizedRoles` call per (shape, dtype, device), each binding handed its r_hat and r_hat^T
+    for the ``with`` block (``DiscreteRoleBinding.together``, reset after it). A binding called outside the
+    block, in another dtype or without gradients normalises its own dictionary: the same values."""
+    if not torch.is_grad_enabled() or not bindings:
+        yield
+        return
+    groups: Dict[tuple, list] = {}
+    for binding in bindings:
+        roles = binding.roles
+        groups.setdefault((roles.shape, roles.dtype, roles.device), []).append(binding)
+    try:
+        for (_, dtype, _), group in groups.items():
+            out = NormalizedRoles.apply(accumulation_dtype(dtype), *(b.roles for b in group))
+            for i, binding in enumerate(group):
+                binding.together = (out[i], out[len(group) + i])
+        yield
+    finally:
+        for binding in bindings:
+            binding.together = None
 
 
 def check_binding_options(num_roles: int, role_dim: int, temperature: float, scorer: str, role_init: str, kernel: str,
@@ -307,6 +371,8 @@ class DiscreteRoleBinding(nn.Module):
             )
         check_binding_options(num_roles, role_dim, temperature, scorer, role_init, kernel)
         self.kernel = kernel  # a plain attribute: switching it needs no new parameters
+        # (r_hat, r_hat^T) of this training pass, handed over by normalized_together for its with block
+        self.together: Optional[Tuple[Tensor, Tensor]] = None
         self.num_heads, self.num_roles, self.role_dim = num_heads, num_roles, role_dim
         self.temperature, self.scorer = float(temperature), scorer
         self.roles = nn.Parameter(torch.empty(num_roles, role_dim))
@@ -367,7 +433,10 @@ class DiscreteRoleBinding(nn.Module):
                 taps.publish(self, role_attn=role_attn)
             return tpr, role_attn
         if torch.is_grad_enabled() and incremental_state is None:  # training: one Function, its backward written out
-            tpr, role_attn, R = RoleBindingFunction.apply(x, weight, bias, self.roles, H, self.temperature)
+            together = self.together
+            if together is None or together[0].dtype != acc:
+                together = NormalizedRoles.apply(acc, self.roles)  # (Eq. 4)
+            tpr, role_attn, R = RoleBindingFunction.apply(x, weight, bias, *together, H, self.temperature)
             steps = token_steps(x) or (B, 1)  # the order of R's rows (a copied x is time-major)
         else:  # validation and decoding: the same forward ops; r_hat kept across decoding steps
             tpr, role_attn, R, _, _, steps = bind(x, weight, bias, self.normalized_roles(acc, incremental_state), H,

@@ -65,7 +65,13 @@ def _role_sublayer(layer, x: Tensor, attention, layer_norm, binding, memory: Opt
     """One attention sublayer of TPT-d: ``F = x + Attn(LN(x), memory)`` (Eq. 3; LN before for
     pre-LN cells, after the binding for post-LN ones), then ``TPR(F) = R * F + F`` (Eq. 5-6).
     Self-attention when ``memory`` is None; ``kwargs`` go to the attention. Returns
-    (``T x B x C``, the attention's weights)."""
+    (``T x B x C``, the attention's weights).
+
+    x is made time-major first: fairseq hands the first cell a ``T x B`` view of its batch-first
+    embeddings, and a residual stream in that order would make every binding's tokens lie batch-major
+    and its backward add ``g_s W`` out of place (an op more per binding); so the first sublayer of each
+    stack copies it once, the later ones find it contiguous (no op)."""
+    x = x.contiguous()
     residual = x
     if layer.normalize_before:
         x = layer_norm(x)
