@@ -223,7 +223,8 @@ def _case_run(shape, dtype, kernel):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
 @pytest.mark.parametrize("shape", KERNEL_SHAPES, ids=lambda s: "T{}-B{}-H{}-N{}-d{}-tau{}-{}".format(*s))
 def test_role_binding_on_the_gpu_is_as_close_to_float64_as_rounding_allows(shape, dtype, kernel):
-    """The fused kernels and the eager ops (RoleBindingFunction), each against float64 (:func:`_bounds`)."""
+    """The fused kernels and the eager ops (NormalizedRoles and RoleBindingFunction), each against float64
+    (:func:`_bounds`)."""
     got, reference, bounds = _case_run(shape, dtype, kernel)
     for name, a, want, bound in zip(NAMES, got, reference, bounds):
         err = float((a.double() - want).abs().max())
