@@ -31,7 +31,9 @@ class TPTransformerDModel(RoleDictionaryModel, ReturnsRoleAttention, TPRTransfor
                 features_only: bool = False, alignment_layer=None, alignment_heads=None):
         """As fairseq's, plus ``extra["role_attn"]``: binding name (e.g.
         ``encoder.layers.0.self_attn_roles``) -> role distributions ``T x B x H x N_r`` (fp32),
-        collected for this call only (:class:`~fairseq_tpr.models.role_capture.ReturnsRoleAttention`)."""
+        collected for this call only (:class:`~fairseq_tpr.models.role_capture.ReturnsRoleAttention`). With
+        gradients on, all the bindings' dictionaries are normalised in one op for this call (Eq. 4,
+        :func:`~fairseq_tpr.modules.role_dictionary.normalized_together`)."""
         with self.role_attention() as role_attn, normalized_together(self.role_bindings()):
             x, extra = super().forward(
                 src_tokens, src_lengths, prev_output_tokens, return_all_hiddens=return_all_hiddens,

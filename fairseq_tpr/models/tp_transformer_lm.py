@@ -173,7 +173,8 @@ class TPTransformerDLanguageModel(RoleDictionaryModel, ReturnsRoleAttention, TPR
     def forward(self, src_tokens, **kwargs):
         """As fairseq's (``src_tokens``: ``B x T``, returns ``B x T x V`` logits and ``extra``), plus
         ``extra["role_attn"]``: binding name (``decoder.layers.0.self_attn_roles``, ...) -> role
-        distributions ``T x B x H x N_r`` (fp32) of this call."""
+        distributions ``T x B x H x N_r`` (fp32) of this call. With gradients on, all the bindings'
+        dictionaries are normalised in one op for this call (Eq. 4, ``normalized_together``)."""
         with self.role_attention() as role_attn, normalized_together(self.role_bindings()):
             x, extra = super().forward(src_tokens, **kwargs)
         extra["role_attn"] = role_attn
