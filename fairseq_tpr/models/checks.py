@@ -27,6 +27,15 @@ def model_arch(model) -> Optional[str]:
     return getattr(options, "arch", None) or getattr(getattr(options, "model", None), "_name", None)
 
 
+def refuse_options(args, options, where: str) -> None:
+    """A ConfigError ``--flag is not supported {where}; drop the flag.`` for the first of ``options``
+    (option names, e.g. ``cross_self_attention``) that is set in ``args``: fairseq options a model's
+    cells do not honour."""
+    for opt in options:
+        if getattr(args, opt, False):
+            raise ConfigError(f"--{opt.replace('_', '-')} is not supported {where}; drop the flag.")
+
+
 def check_heads_divide(args, sides=("encoder", "decoder")) -> None:
     """``--{side}-embed-dim`` must be a multiple of ``--{side}-attention-heads`` (each head gets
     ``embed-dim / heads`` dimensions); checked here, before fairseq's assert in MultiheadAttention."""

@@ -44,7 +44,7 @@ from ..errors import ConfigError, InputError
 from ..modules.role_dictionary import normalized_together
 from ..modules.template_fusion import GATE_ON, TemplateAwareAttention, TemplateConcatenation
 from ..modules.tp_layers import RoleDecoderLayer, RoleEncoderLayer
-from .checks import ChecksOptions, check_heads_divide
+from .checks import ChecksOptions, check_heads_divide, refuse_options
 from .dictionaries import task_dictionary
 from .hub_entry import plugin_from_pretrained
 from .sttr_hub import TemplateSummarizerHubInterface
@@ -175,10 +175,7 @@ class STTRModel(EagerOnly, ReturnsRoleAttention, ChecksOptions, TransformerModel
         check_heads_divide(args)
         if args.tpr != "discrete":
             return
-        for opt in ROLE_CELL_UNSUPPORTED:  # what the role cells' own forward does not honour
-            if getattr(args, opt, False):
-                raise ConfigError(f"--{opt.replace('_', '-')} is not supported with --tpr discrete (the role "
-                                  f"cells do not honour it); drop the flag.")
+        refuse_options(args, ROLE_CELL_UNSUPPORTED, "with --tpr discrete (the role cells do not honour it)")
         if args.role_dim is None:  # default: embed-dim / heads of the encoder
             args.role_dim = args.encoder_embed_dim // args.encoder_attention_heads
         check_role_options(args, arch, ("encoder", "decoder"), context=" with --tpr discrete")
@@ -219,7 +216,8 @@ class STTRModel(EagerOnly, ReturnsRoleAttention, ChecksOptions, TransformerModel
         (``[B x S]``), both empty lists unless ``--template-mode attention``, and with
         ``--tpr discrete`` ``role_attn``: binding name (``encoder.source_encoder.layers.0.self_attn_roles``,
         ``encoder.template_encoder...``, ``decoder...``) -> role distributions ``T x B x H x N_r`` (fp32)."""
-        # --tpr discrete: the distributions kept only for this call, the dictionaries normalised together (as tp_transformer_d)
+        # --tpr discrete: the distributions kept only for this call, the dictionaries normalised together
+        # (as tp_transformer_d)
         with self.role_attention() as role_attn, normalized_together(self.role_bindings()):
             encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, template_tokens=template_tokens,
                                        template_lengths=template_lengths, return_all_hiddens=return_all_hiddens)

@@ -52,7 +52,7 @@ from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 from ..errors import ConfigError
 from ..modules import RoleDecoderLayer, TPDecoderLayer
 from ..modules.role_dictionary import normalized_together
-from .checks import ChecksOptions, check_heads_divide
+from .checks import ChecksOptions, check_heads_divide, refuse_options
 from .continuous_roles import ContinuousRoleModel, set_continuous_defaults
 from .dictionaries import task_dictionary
 from .presets import set_defaults
@@ -99,9 +99,7 @@ class TPRLanguageModelBase(EagerOnly, ExplainsCheckpointMismatch, ChecksOptions,
             raise ConfigError(f"--arch {arch} is a language model: use --task language_modeling (a data directory "
                               f"with dict.txt from `fairseq-preprocess --only-source`), not --task "
                               f"{getattr(task_cfg, '_name', None) or getattr(args, 'task', '?')}.")
-        for opt in cls.unsupported_options:
-            if getattr(args, opt, False):
-                raise ConfigError(f"--{opt.replace('_', '-')} is not supported by --arch {arch}; drop the flag.")
+        refuse_options(args, cls.unsupported_options, f"by --arch {arch}")
         check_heads_divide(args, sides=("decoder",))
 
     @classmethod

@@ -17,7 +17,7 @@ from fairseq.tasks.language_modeling import LanguageModelingTask
 
 from ..checkpoint_mismatch import explain, from_shapes
 from ..errors import ConfigError
-from .checks import ChecksOptions, check_heads_divide, model_arch
+from .checks import ChecksOptions, check_heads_divide, model_arch, refuse_options
 from .dictionaries import task_dictionary
 from .scripting import EagerOnly
 
@@ -117,9 +117,7 @@ class TPRTransformerModelBase(EagerOnly, ExplainsCheckpointMismatch, ChecksOptio
                 "one joined dictionary, but the source and target dictionaries differ. Binarize with "
                 "`fairseq-preprocess --joined-dictionary`, or pass --no-share-all-embeddings."
             )
-        for opt in cls.unsupported_options:
-            if getattr(args, opt, False):
-                raise ConfigError(f"--{opt.replace('_', '-')} is not supported by --arch {arch}; drop the flag.")
+        refuse_options(args, cls.unsupported_options, f"by --arch {arch}")
         check_heads_divide(args)
 
     sides = ("encoder", "decoder")  # the model's attributes of its two sides

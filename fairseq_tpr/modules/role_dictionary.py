@@ -432,7 +432,7 @@ class DiscreteRoleBinding(nn.Module):
             if taps.wanted(self):
                 taps.publish(self, role_attn=role_attn)
             return tpr, role_attn
-        if torch.is_grad_enabled() and incremental_state is None:  # training: one Function, its backward written out
+        if torch.is_grad_enabled() and incremental_state is None:  # training: the Functions, backwards written out
             together = self.together
             if together is None or together[0].dtype != acc:
                 together = NormalizedRoles.apply(acc, self.roles)  # (Eq. 4)
