@@ -7,7 +7,8 @@ such a dump (role statistics, k-means role clusters, attention heatmaps).
   roles, Jiang et al. Eq. 5) as a :class:`~fairseq_tpr.analysis.dump.Dump` ``.npz``;
 * :func:`print_stats`: one-hot rate, role usage and entropy of role distributions (:mod:`.stats`);
 * :func:`print_kmeans`: k-means of one head's role vectors, a Fig. 3-style PNG (:mod:`.cluster`);
-* :func:`write_heatmap`: attention or role attention of one layer, head and example (:mod:`.plots`).
+* :func:`write_heatmap`: attention or role attention of one layer, head and example (:mod:`.plots`);
+* :func:`write_explorer`: one HTML page to click through all of the above (:mod:`.explorer`).
 
 Each prints its report on stdout; a bad input file is an :class:`~fairseq_tpr.errors.InputError`,
 a bad flag an :class:`~fairseq_tpr.errors.ConfigError`.
@@ -221,6 +222,22 @@ def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-
     return out
 
 
+def heatmap_matrix(dump: Dump, key: str, head: int, example: int, what: str = "attn"):
+    """(matrix, row symbols, column symbols or None) of ``heatmap``: the attention probabilities
+    (``what="attn"``: queries x keys) or the role distributions (``"role_attn"``: tokens x N_r) of
+    site ``key``, ``head`` and ``example``."""
+    arrs = dump.component(key, what)
+    head = dump.check_head(key, head)
+    ex = dump.check_example(example)
+    side = key.split(".")[0]
+    rows = dump.tokens(side, ex)
+    mat = arrs[ex][:, head]  # T x S (attn) or T x N_r (role_attn)
+    if what != "attn":
+        return mat, rows, None
+    keys_side = "encoder" if (side == "encoder" or key.endswith(".cross")) else "decoder"
+    return mat, rows, dump.tokens(keys_side, ex)
+
+
 def write_heatmap(dump_path: str, png: str, side: str = "encoder", layer: str = "-1", attention: str = "self",
                   head: int = 0, example: int = 0, what: str = "attn") -> None:
     """PNG of the attention probabilities (``what="attn"``: queries x keys) or role distributions
@@ -229,17 +246,19 @@ def write_heatmap(dump_path: str, png: str, side: str = "encoder", layer: str = 
 
     dump = Dump.load(dump_path)
     key = dump.site(side, layer, attention)
-    arrs = dump.component(key, what)
-    head = dump.check_head(key, head)
-    ex = dump.check_example(example)
-    rows = dump.tokens(side, ex)
-    mat = arrs[ex][:, head]  # T x S (attn) or T x N_r (role_attn)
+    mat, rows, cols = heatmap_matrix(dump, key, head, example, what)
+    head, ex = dump.check_head(key, head), example
     if what == "attn":
-        keys_side = "encoder" if (side == "encoder" or attention == "cross") else "decoder"
-        cols = dump.tokens(keys_side, ex)
         title = f"{dump.meta.get('arch')}: {key} head {head}, example {ex} (id {dump.ids[ex]}): attention"
         plot_heatmap(mat, rows, cols, png, title=title, xlabel="keys (attended to)", ylabel="queries")
     else:
         title = f"{dump.meta.get('arch')}: {key} head {head}, example {ex} (id {dump.ids[ex]}): role attention (Eq. 5)"
         plot_heatmap(mat, rows, None, png, title=title, xlabel="role n", ylabel="tokens")
     print(f"wrote {png}")
+
+
+def write_explorer(dump_path: str, out: str, **options) -> dict:
+    """The explorer page of a dump (:mod:`.explorer`); returns its header."""
+    from .explorer import write_explorer as write
+
+    return write(dump_path, out, **options)

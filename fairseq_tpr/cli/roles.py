@@ -10,13 +10,15 @@ Subcommands (docs/analysis.md has a worked example)::
     fairseq-tpr-roles purity roles.npz [seed2.npz ...] --labels token_labels.txt [--layer -1] [--head 0 1] [--k 20] [--json p.json]
     fairseq-tpr-roles heatmap roles.npz --side encoder --layer -1 --head 0 --example 0 --png attn.png
         [--what attn|role_attn]
+    fairseq-tpr-roles html roles.npz --out explorer.html [--labels token_labels.txt] [--k 20] [--seed 0]
 
 ``dump`` runs the checkpoint with teacher forcing on the references, or (``--generate``)
 on its own beam-search outputs, and records per site (embedding, each layer's self and
 cross attention) and head the roles, fillers and TPRs (continuous roles, Schlag et al.
 Eq. 3-6) or role distributions (discrete roles, Jiang et al. Eq. 5), see
 :mod:`fairseq_tpr.analysis.capture`. The other subcommands read that file. The subcommands
-are the functions of :mod:`fairseq_tpr.analysis.roles`.
+are the functions of :mod:`fairseq_tpr.analysis.roles`; ``html`` puts what they compute for every
+site and head into one self-contained page to click through (:mod:`fairseq_tpr.analysis.explorer`).
 """
 import sys
 
@@ -100,6 +102,22 @@ def build_parser():
     h.add_argument("--what", choices=("attn", "role_attn"), default="attn",
                    help="attn: queries x keys attention probabilities; role_attn: tokens x N_r role distributions")
     h.add_argument("--png", required=True)
+
+    e = sub.add_parser("html", help="one self-contained HTML page to click through every site, head and sentence")
+    e.add_argument("dump", help="a .npz written by `fairseq-tpr-roles dump`")
+    e.add_argument("--out", required=True, help="the .html file to write (opens from disk, no network)")
+    e.add_argument("--labels", help="token labels of the dumped split (fairseq-tpr-probe's token format): shown on "
+                                    "hover, and the purity of each head's clusters (the numbers of `purity`)")
+    e.add_argument("--labels-side", choices=("encoder", "decoder"),
+                   help="the side the labels are of (default: encoder; a language model's: decoder)")
+    e.add_argument("--k", type=int, default=20, help="k-means clusters per head, as `kmeans` and `purity` (default 20)")
+    e.add_argument("--seed", type=int, default=0, help="k-means seed, as `kmeans` and `purity` (default 0)")
+    e.add_argument("--threshold", type=float, nargs="+", default=[0.98, 0.9, 0.5],
+                   help="one-hot thresholds, as `stats` (default 0.98 0.9 0.5)")
+    e.add_argument("--max-examples", type=int, default=1000,
+                   help="refuse a dump of more examples than this (default 1000: about 10 MB at paper size)")
+    e.add_argument("--heatmap-examples", type=int, default=20,
+                   help="keep the heatmaps of the first N examples (default 20; each adds H x T x S numbers per site)")
     return parser
 
 
@@ -119,6 +137,9 @@ def _run(a):
     elif a.command == "purity":
         roles.print_purity(a.dump, a.labels, a.side, a.layer, a.attention, heads=a.head, components=a.component,
                            k=a.k, seed=a.seed, json_path=a.json)
+    elif a.command == "html":
+        roles.write_explorer(a.dump, a.out, labels=a.labels, labels_side=a.labels_side, k=a.k, seed=a.seed,
+                             thresholds=a.threshold, max_examples=a.max_examples, heatmap_examples=a.heatmap_examples)
     else:
         roles.write_heatmap(a.dump, a.png, a.side, a.layer, a.attention, a.head, example=a.example, what=a.what)
 

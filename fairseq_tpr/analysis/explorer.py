@@ -1,0 +1,288 @@
+"""``fairseq-tpr-roles html``: one self-contained HTML page to click through a role dump.
+
+The page shows the dump's sentences with each token coloured by its role at the selected site
+(side, self/cross attention or embedding, layer) and head: the argmax role of a discrete role
+distribution (Jiang et al. Eq. 5), or the k-means cluster of a continuous role vector (Schlag et
+al. Sec. 5.1, Fig. 3). Hovering or focusing a token shows its top roles with their probabilities
+(or its cluster and the distance to the cluster's centre), its position and its label; a panel
+shows the head's role usage, one-hot rates, entropy and cluster purity; a heatmap shows the
+attention (or role attention) of the head on the selected sentence.
+
+The page computes no number. Every number on it is computed here by the functions behind the
+other subcommands, so the two cannot disagree:
+
+* ``stats``: :func:`.stats.dump_stats` (one-hot rates, entropy, roles used, usage perplexity, usage);
+* ``kmeans``: :func:`.cluster.kmeans_roles` (same ``k`` and ``seed``) and :func:`.cluster.cluster_summary`;
+* ``purity``: :func:`.cluster.purity` of those clusters against :func:`.cluster.read_token_labels`,
+  and the groupings of :func:`.roles.grouping_baselines`;
+* ``heatmap``: :func:`.roles.heatmap_matrix`.
+
+What the page adds is presentation: the top ``TOP`` entries of each role distribution and each
+token's distance to its cluster's centre (for the hover), rounded to what the page prints.
+
+The file: ``explorer_page/page.html`` with ``explorer.css`` and ``explorer.js`` inlined, a JSON
+header (``<script id="meta" type="application/json">``) and one block of typed arrays
+(``<script id="arrays">``: deflate, then base64; the header gives each array's name, dtype,
+byte offset and length; the browser inflates it with its own ``DecompressionStream``). No
+network, no external script: it opens from disk.
+
+Arrays (``N_s`` tokens of a side, all examples concatenated in dump order; ``H`` heads):
+
+* ``tokens/<side>``: symbol indices (into ``meta.symbols``) of the tokens each position reads;
+  ``predicts/decoder``: the target token a decoder position predicts;
+* ``<key>/class``: ``H x N_s`` the colour class (argmax role, or k-means cluster);
+* ``<key>/top``, ``<key>/prob``: ``H x N_s x TOP`` the top roles and their probabilities in units
+  of ``1 / PROB_SCALE`` (discrete sites);
+* ``<key>/distance``: ``H x N_s`` float32 distance to the cluster centre (continuous sites);
+* ``labels/<side>``: ``N_s`` indices into ``meta.labels.names`` (``--labels``);
+* ``heatmap/<what>/<key>/<example>``: ``H x T x S`` (``attn``) or ``H x T x N_r``
+  (``role_attn``) in units of ``1 / PROB_SCALE``, for the first ``heatmap_examples`` examples.
+"""
+import base64
+import json
+import os
+import re
+import sys
+import zlib
+from itertools import chain
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from ..errors import ConfigError
+from .cluster import display
+from .dump import Dump
+
+TOP = 5  # role-distribution entries shown per token
+PROB_SCALE = 1000  # probabilities are kept (and printed) to 3 decimals
+MAX_EXAMPLES = 1000  # default cap: 1,000 paper-size sentences stay under 10 MB (docs/benchmarks.md)
+PAGE_DIR = os.path.join(os.path.dirname(__file__), "explorer_page")
+
+
+class _Arrays:
+    """Named typed arrays packed into one buffer, each at an 8-byte aligned offset."""
+
+    def __init__(self):
+        self.parts: List[bytes] = []
+        self.index: Dict[str, list] = {}
+        self.size = 0
+
+    def add(self, name: str, array: np.ndarray) -> None:
+        a = np.ascontiguousarray(array)
+        if a.dtype.name not in ("uint8", "uint16", "uint32", "float32"):
+            raise TypeError(f"{name}: dtype {a.dtype} has no JavaScript typed array here")
+        pad = -self.size % 8
+        self.parts.append(b"\0" * pad)
+        self.size += pad
+        self.index[name] = [a.dtype.name, self.size, int(a.size)]
+        self.parts.append(a.tobytes())
+        self.size += a.nbytes
+
+    def packed(self) -> str:
+        return base64.b64encode(zlib.compress(b"".join(self.parts), 9)).decode("ascii")
+
+
+def _uint(values: np.ndarray, upper: int) -> np.ndarray:
+    """Non-negative integers as the smallest unsigned type that holds ``upper``."""
+    dtype = np.uint8 if upper < 2 ** 8 else np.uint16 if upper < 2 ** 16 else np.uint32
+    return np.asarray(values).astype(dtype)
+
+
+def _scaled(p: np.ndarray) -> np.ndarray:
+    """Probabilities in [0, 1] to integers in units of ``1 / PROB_SCALE`` (what the page prints)."""
+    return np.rint(np.clip(np.asarray(p, dtype=np.float64), 0.0, 1.0) * PROB_SCALE).astype(np.uint16)
+
+
+def parse_key(key: str) -> Dict:
+    """``encoder.embed`` / ``decoder.3.cross`` -> side, layer (int or ``"embed"``), attention."""
+    parts = key.split(".")
+    if parts[1] == "embed":
+        return {"side": parts[0], "layer": "embed", "attention": "embed"}
+    return {"side": parts[0], "layer": int(parts[1]), "attention": parts[2]}
+
+
+def role_sites(dump: Dump, path: str) -> List[str]:
+    """The site keys of ``dump`` that hold roles (``role_attn`` or ``role``), in network order;
+    a dump without any is refused."""
+    keys = [k for k, comps in dump.arrays.items() if "role_attn" in comps or "role" in comps]
+    if not keys:
+        arch = dump.meta.get("arch")
+        raise ConfigError(
+            f"{path} holds no roles (--arch {arch}, {dump.meta.get('kind')} model; sites: "
+            f"{', '.join(dump.keys()) or 'none'}): the explorer colours tokens by their roles. Dump a checkpoint of "
+            "a TP arch (tp_transformer*, tp_transformer_d*, the TP language models, sttr --tpr discrete) with "
+            "`fairseq-tpr-roles dump` and its default --components role,filler,tpr,role_attn")
+    return keys
+
+
+class _Progress:
+    """A tqdm bar over the k-means runs on stderr (a large dump takes minutes)."""
+
+    def __init__(self, total: int):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, desc="k-means", unit="head", file=sys.stderr, disable=total == 0)
+
+    def step(self):
+        self.bar.update(1)
+
+    def close(self):
+        self.bar.close()
+
+
+def explorer_data(dump: Dump, path: str, labels: Optional[str] = None, labels_side: str = "encoder",
+                  k: int = 20, seed: int = 0, thresholds: Sequence[float] = (0.98, 0.9, 0.5),
+                  heatmap_examples: int = 20):
+    """(header dict, packed arrays) of the explorer of ``dump`` (read from ``path``)."""
+    from .cluster import cluster_summary, kmeans_roles, purity, read_token_labels
+    from .roles import grouping_baselines, heatmap_matrix
+    from .stats import dump_stats
+
+    keys = role_sites(dump, path)
+    discrete = [key for key in keys if "role_attn" in dump.arrays[key]]
+    stats = dump_stats(dump, thresholds) if discrete else None
+    arrays = _Arrays()
+    symbols: Dict[str, int] = {}
+
+    def symbol_ids(tokens: List[str]) -> List[int]:
+        return [symbols.setdefault(display(t), len(symbols)) for t in tokens]
+
+    lm = bool(dump.meta.get("language_model"))
+    sides_used = sorted({parse_key(key)["side"] for key in keys}, key=("encoder", "decoder").index)
+    # the rows of a sentence: source and target; a language model's one row is its decoder's text
+    sides: Dict[str, Dict] = {}
+    for side in (("decoder",) if lm else ("encoder", "decoder")):
+        reads = [symbol_ids(dump.tokens(side, i)) for i in range(len(dump))]
+        sides[side] = {"offsets": np.cumsum([0] + [len(r) for r in reads]).tolist(), "roles": side in sides_used}
+        arrays.add(f"tokens/{side}", np.fromiter(chain.from_iterable(reads), dtype=np.uint32))
+    predicts = [symbol_ids(dump.tokens("decoder", i, inputs=False)) for i in range(len(dump))]
+    arrays.add("predicts/decoder", np.fromiter(chain.from_iterable(predicts), dtype=np.uint32))
+
+    label_meta = None
+    token_labels = None
+    if labels:
+        if labels_side not in sides_used:
+            raise ConfigError(f"--labels-side {labels_side}: this dump has no {labels_side} roles "
+                              f"(sides: {', '.join(sides_used)})")
+        token_labels = read_token_labels(labels, dump, labels_side)
+        names = sorted({lab for row in token_labels for lab in row})
+        at = {n: i for i, n in enumerate(names)}
+        arrays.add(f"labels/{labels_side}",
+                   _uint([at[lab] for lab in chain.from_iterable(token_labels)], len(names)))
+        base = grouping_baselines(dump, labels_side, token_labels, k)
+        label_meta = {"path": os.path.basename(labels), "side": labels_side, "names": names, "baselines": base}
+
+    kmeans_jobs = [(key, h) for key in keys for h in range(dump.heads(key))
+                   if key not in discrete or (token_labels is not None and parse_key(key)["side"] == labels_side
+                                              and "role" in dump.arrays[key])]
+    progress = _Progress(len(kmeans_jobs))
+    sites = []
+    for key in keys:
+        info = {"key": key, **parse_key(key), "heads": dump.heads(key)}
+        H = info["heads"]
+        comps = dump.arrays[key]
+        per_head: List[Dict] = [{} for _ in range(H)]
+        if key in discrete:
+            A = np.concatenate(comps["role_attn"])  # N_s x H x N_r
+            n_roles = A.shape[-1]
+            top = np.argsort(-A, axis=-1, kind="stable")[..., :min(TOP, n_roles)]  # the argmax first
+            arrays.add(f"{key}/class", _uint(top[..., 0].T, n_roles))
+            arrays.add(f"{key}/top", _uint(top.transpose(1, 0, 2), n_roles))
+            arrays.add(f"{key}/prob", _scaled(np.take_along_axis(A, top, axis=-1).transpose(1, 0, 2)))
+            site_stats = stats["sites"][key]
+            info.update(colour="role", classes=n_roles, one_hot=site_stats["one_hot"], entropy=site_stats["entropy"])
+            for h in range(H):
+                per_head[h]["stats"] = site_stats["heads"][h]
+        else:
+            info.update(colour="cluster", classes=k)
+        clusters = np.zeros((H, sum(len(a) for a in comps["role"])), dtype=np.int64) if key not in discrete else None
+        distance = np.zeros(clusters.shape, dtype=np.float32) if clusters is not None else None
+        for h in range(H):
+            if (key, h) not in kmeans_jobs:
+                continue
+            res = kmeans_roles(dump, key, h, k, seed=seed, component="role")
+            progress.step()
+            per_head[h]["inertia"] = res["inertia"]
+            per_head[h]["clusters"] = [{"cluster": s["cluster"], "size": s["size"],
+                                        "top": [[display(t), n] for t, n in s["top"]]}
+                                       for s in cluster_summary(dump, info["side"], res["labels"], k)]
+            if token_labels is not None and info["side"] == labels_side:
+                per_head[h]["purity"] = purity(res["labels"], token_labels)["purity"]
+            if clusters is not None:
+                lab = np.concatenate(res["labels"])
+                X = np.concatenate([a[:, h] for a in comps["role"]]).astype(np.float64)
+                clusters[h] = lab
+                distance[h] = np.linalg.norm(X - res["centers"][lab], axis=-1)
+        if clusters is not None:
+            arrays.add(f"{key}/class", _uint(clusters, k))
+            arrays.add(f"{key}/distance", distance)
+        info["per_head"] = per_head
+        info["heatmaps"] = [what for what in ("attn", "role_attn") if what in comps]
+        for what in info["heatmaps"]:
+            for ex in range(min(heatmap_examples, len(dump))):
+                mats = [heatmap_matrix(dump, key, h, ex, what)[0] for h in range(H)]
+                arrays.add(f"heatmap/{what}/{key}/{ex}", _scaled(np.stack(mats)))
+        sites.append(info)
+    progress.close()
+
+    meta = {
+        "arch": dump.meta.get("arch"), "kind": dump.meta.get("kind"), "mode": dump.meta.get("mode"),
+        "split": dump.meta.get("split"), "checkpoint": os.path.basename(str(dump.meta.get("checkpoint"))),
+        "dump": os.path.basename(path), "language_model": lm, "n": len(dump), "ids": list(dump.ids),
+        "symbols": list(symbols), "sides": sides, "sites": sites, "k": k, "seed": seed,
+        "thresholds": [str(t) for t in thresholds], "top": TOP, "prob_scale": PROB_SCALE,
+        "heatmap_examples": min(heatmap_examples, len(dump)), "labels": label_meta,
+        "all": stats and {"all": stats["all"], "sides": stats["sides"]},
+        "arrays": arrays.index,
+    }
+    return meta, arrays.packed()
+
+
+def _inline_json(value) -> str:
+    """JSON safe inside a <script> element: no "</" (closes it) and no "<!--"."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
+
+
+def render_page(meta: Dict, packed: str) -> str:
+    """The explorer's HTML: the page template with its style, script and data inline."""
+    def read(name):
+        with open(os.path.join(PAGE_DIR, name), encoding="utf-8") as f:
+            return f.read()
+
+    page = read("page.html")
+    parts = {"/*STYLE*/": read("explorer.css"), "/*SCRIPT*/": read("explorer.js"),
+             "__TITLE__": f"roles of {meta['arch']}: {meta['dump']}".replace("<", "&lt;"),
+             "__META__": _inline_json(meta), "__ARRAYS__": packed}
+    # one pass over the template: the inserted texts are not searched for markers again
+    return re.sub("|".join(re.escape(mark) for mark in parts), lambda m: parts[m.group(0)], page)
+
+
+def write_explorer(dump_path: str, out: str, labels: Optional[str] = None, labels_side: Optional[str] = None,
+                   k: int = 20, seed: int = 0, thresholds: Sequence[float] = (0.98, 0.9, 0.5),
+                   max_examples: int = MAX_EXAMPLES, heatmap_examples: int = 20) -> Dict:
+    """Write the explorer of the dump at ``dump_path`` to ``out``; returns its header."""
+    if max_examples < 1:
+        raise ConfigError(f"--max-examples must be at least 1 (got {max_examples})")
+    if heatmap_examples < 0:
+        raise ConfigError(f"--heatmap-examples must be 0 or more (got {heatmap_examples})")
+    for t in thresholds:
+        if not 0.0 <= t < 1.0:
+            raise ConfigError(f"--threshold {t}: a threshold on the maximum of a distribution must be in [0, 1)")
+    dump = Dump.load(dump_path)
+    role_sites(dump, dump_path)
+    if len(dump) > max_examples:
+        raise ConfigError(
+            f"{dump_path} holds {len(dump)} examples, more than --max-examples {max_examples} (an explorer of "
+            f"{MAX_EXAMPLES} paper-size sentences is about 10 MB and opens in seconds): dump fewer with "
+            "`fairseq-tpr-roles dump --max-examples N`, or pass --max-examples "
+            f"{len(dump)} to take them all into a larger, slower page")
+    side = labels_side or ("decoder" if dump.meta.get("language_model") else "encoder")
+    meta, packed = explorer_data(dump, dump_path, labels=labels, labels_side=side, k=k, seed=seed,
+                                 thresholds=thresholds, heatmap_examples=heatmap_examples)
+    html = render_page(meta, packed)
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(html)
+    print(f"wrote {out} ({len(html.encode('utf-8')) / 1e6:.2f} MB): {len(dump)} examples, {len(meta['sites'])} "
+          f"sites of {meta['arch']} ({meta['kind']} roles); open it in a browser")
+    return meta
