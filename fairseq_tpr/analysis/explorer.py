@@ -30,10 +30,12 @@ Arrays (``N_s`` tokens of a side, all examples concatenated in dump order; ``H``
 
 * ``tokens/<side>``: symbol indices (into ``meta.symbols``) of the tokens each position reads;
   ``predicts/decoder``: the target token a decoder position predicts;
-* ``<key>/class``: ``H x N_s`` the colour class (argmax role, or k-means cluster);
-* ``<key>/top``, ``<key>/prob``: ``H x N_s x TOP`` the top roles and their probabilities in units
-  of ``1 / PROB_SCALE`` (discrete sites);
-* ``<key>/distance``: ``H x N_s`` float32 distance to the cluster centre (continuous sites);
+* ``<key>/class``: ``H x N_s`` the k-means cluster of each token (continuous sites: the colour);
+* ``<key>/count``: ``H x N_s`` how many of a token's ``TOP`` likeliest roles print above 0.000 (at
+  least 1: the argmax); ``<key>/top``, ``<key>/prob``: those roles and their probabilities in units
+  of ``1 / PROB_SCALE``, token after token (head-major), for discrete sites; a token's first entry is
+  its argmax role (the colour);
+* ``<key>/distance``: ``H x N_s`` distance to the cluster centre as float16 bits (continuous sites);
 * ``labels/<side>``: ``N_s`` indices into ``meta.labels.names`` (``--labels``);
 * ``heatmap/<what>/<key>/<example>``: ``H x T x S`` (``attn``) or ``H x T x N_r``
   (``role_attn``) in units of ``1 / PROB_SCALE``, for the first ``heatmap_examples`` examples.
@@ -54,7 +56,7 @@ from .cluster import display
 from .dump import Dump
 
 TOP = 5  # role-distribution entries shown per token
-PROB_SCALE = 1000  # probabilities are kept (and printed) to 3 decimals
+PROB_SCALE = 100  # probabilities are kept (and printed) to 2 decimals
 MAX_EXAMPLES = 1000  # default cap: 1,000 paper-size sentences stay under 10 MB (docs/benchmarks.md)
 PAGE_DIR = os.path.join(os.path.dirname(__file__), "explorer_page")
 
@@ -90,7 +92,7 @@ def _uint(values: np.ndarray, upper: int) -> np.ndarray:
 
 def _scaled(p: np.ndarray) -> np.ndarray:
     """Probabilities in [0, 1] to integers in units of ``1 / PROB_SCALE`` (what the page prints)."""
-    return np.rint(np.clip(np.asarray(p, dtype=np.float64), 0.0, 1.0) * PROB_SCALE).astype(np.uint16)
+    return _uint(np.rint(np.clip(np.asarray(p, dtype=np.float64), 0.0, 1.0) * PROB_SCALE), PROB_SCALE)
 
 
 def parse_key(key: str) -> Dict:
@@ -132,7 +134,7 @@ class _Progress:
 
 def explorer_data(dump: Dump, path: str, labels: Optional[str] = None, labels_side: str = "encoder",
                   k: int = 20, seed: int = 0, thresholds: Sequence[float] = (0.98, 0.9, 0.5),
-                  heatmap_examples: int = 20):
+                  heatmap_examples: int = 10):
     """(header dict, packed arrays) of the explorer of ``dump`` (read from ``path``)."""
     from .cluster import cluster_summary, kmeans_roles, purity, read_token_labels
     from .roles import grouping_baselines, heatmap_matrix
@@ -186,9 +188,13 @@ def explorer_data(dump: Dump, path: str, labels: Optional[str] = None, labels_si
             A = np.concatenate(comps["role_attn"])  # N_s x H x N_r
             n_roles = A.shape[-1]
             top = np.argsort(-A, axis=-1, kind="stable")[..., :min(TOP, n_roles)]  # the argmax first
-            arrays.add(f"{key}/class", _uint(top[..., 0].T, n_roles))
-            arrays.add(f"{key}/top", _uint(top.transpose(1, 0, 2), n_roles))
-            arrays.add(f"{key}/prob", _scaled(np.take_along_axis(A, top, axis=-1).transpose(1, 0, 2)))
+            # the top entries that print above 0.000, head-major: their number per token, then ids and values
+            prob = _scaled(np.take_along_axis(A, top, axis=-1)).transpose(1, 0, 2)  # H x N_s x TOP
+            kept = prob > 0
+            kept[..., 0] = True  # the argmax always
+            arrays.add(f"{key}/count", kept.sum(-1).astype(np.uint8))
+            arrays.add(f"{key}/top", _uint(top.transpose(1, 0, 2)[kept], n_roles))
+            arrays.add(f"{key}/prob", prob[kept])
             site_stats = stats["sites"][key]
             info.update(colour="role", classes=n_roles, one_hot=site_stats["one_hot"], entropy=site_stats["entropy"])
             for h in range(H):
@@ -196,7 +202,7 @@ def explorer_data(dump: Dump, path: str, labels: Optional[str] = None, labels_si
         else:
             info.update(colour="cluster", classes=k)
         clusters = np.zeros((H, sum(len(a) for a in comps["role"])), dtype=np.int64) if key not in discrete else None
-        distance = np.zeros(clusters.shape, dtype=np.float32) if clusters is not None else None
+        distance = np.zeros(clusters.shape, dtype=np.float16) if clusters is not None else None
         for h in range(H):
             if (key, h) not in kmeans_jobs:
                 continue
@@ -215,7 +221,7 @@ def explorer_data(dump: Dump, path: str, labels: Optional[str] = None, labels_si
                 distance[h] = np.linalg.norm(X - res["centers"][lab], axis=-1)
         if clusters is not None:
             arrays.add(f"{key}/class", _uint(clusters, k))
-            arrays.add(f"{key}/distance", distance)
+            arrays.add(f"{key}/distance", distance.view(np.uint16))  # float16 bits (the page prints 3 digits)
         info["per_head"] = per_head
         info["heatmaps"] = [what for what in ("attn", "role_attn") if what in comps]
         for what in info["heatmaps"]:
@@ -259,7 +265,7 @@ def render_page(meta: Dict, packed: str) -> str:
 
 def write_explorer(dump_path: str, out: str, labels: Optional[str] = None, labels_side: Optional[str] = None,
                    k: int = 20, seed: int = 0, thresholds: Sequence[float] = (0.98, 0.9, 0.5),
-                   max_examples: int = MAX_EXAMPLES, heatmap_examples: int = 20) -> Dict:
+                   max_examples: int = MAX_EXAMPLES, heatmap_examples: int = 10) -> Dict:
     """Write the explorer of the dump at ``dump_path`` to ``out``; returns its header."""
     if max_examples < 1:
         raise ConfigError(f"--max-examples must be at least 1 (got {max_examples})")

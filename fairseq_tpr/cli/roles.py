@@ -116,8 +116,8 @@ def build_parser():
                    help="one-hot thresholds, as `stats` (default 0.98 0.9 0.5)")
     e.add_argument("--max-examples", type=int, default=1000,
                    help="refuse a dump of more examples than this (default 1000: about 10 MB at paper size)")
-    e.add_argument("--heatmap-examples", type=int, default=20,
-                   help="keep the heatmaps of the first N examples (default 20; each adds H x T x S numbers per site)")
+    e.add_argument("--heatmap-examples", type=int, default=10,
+                   help="keep the heatmaps of the first N examples (default 10; each adds H x T x S numbers per site)")
     return parser
 
 

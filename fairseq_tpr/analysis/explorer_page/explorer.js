@@ -43,6 +43,39 @@
   const fixed = (units, digits) => (units / M.prob_scale).toFixed(digits);
   const pct = (x) => (100 * x).toFixed(1) + "%";
 
+  function half(bits) {  // a float16 from its bits
+    const exp = (bits >> 10) & 31, frac = bits & 1023, sign = bits >> 15 ? -1 : 1;
+    if (exp === 0) return sign * frac * 2 ** -24;
+    if (exp === 31) return frac ? NaN : sign * Infinity;
+    return sign * (1 + frac / 1024) * 2 ** (exp - 15);
+  }
+
+  // per (site, head): the colour class of each token of the site's side and, for role distributions,
+  // where each token's entries start in <key>/top and <key>/prob (its first entry is the argmax)
+  const cache = new Map();
+  function head(s, h) {
+    const name = `${s.key}/${h}`;
+    if (cache.has(name)) return cache.get(name);
+    const n = tokensOf(s.side);
+    let out;
+    if (s.colour === "role") {
+      const counts = A[s.key + "/count"], top = A[s.key + "/top"];
+      let at = 0;
+      for (let u = 0; u < h * n; u++) at += counts[u];
+      const cls = new Uint16Array(n), start = new Uint32Array(n);
+      for (let t = 0; t < n; t++) {
+        start[t] = at;
+        cls[t] = top[at];
+        at += counts[h * n + t];
+      }
+      out = { cls, start };
+    } else {
+      out = { cls: A[s.key + "/class"].subarray(h * n, (h + 1) * n) };
+    }
+    cache.set(name, out);
+    return out;
+  }
+
   function colour(c, n) {
     if (n <= 20) return TAB20[c];
     return `hsl(${((c * 137.508) % 360).toFixed(1)}, 65%, ${c % 2 ? 62 : 76}%)`;
@@ -148,11 +181,10 @@
 
   function colourTokens() {
     const s = site();
-    const cls = A[s.key + "/class"];
-    const n = tokensOf(s.side);
+    const cls = head(s, S.head).cls;
     for (const tok of $("sentences").querySelectorAll(".tok")) {
       if (tok.dataset.side === s.side) {
-        const c = cls[S.head * n + Number(tok.dataset.t)];
+        const c = cls[Number(tok.dataset.t)];
         tok.style.backgroundColor = colour(c, s.classes);
         tok.style.color = s.classes <= 20 && c % 2 === 0 ? "#fff" : "";  // the dark half of tab20
         tok.dataset.c = c;
@@ -185,21 +217,21 @@
     if (side !== s.side) {
       parts.push(el("p", { textContent: `The selected site is on the ${s.side}: select side ${side} for this token's roles.` }));
     } else if (s.colour === "role") {
-      const n = tokensOf(side), top = M.top, at = (S.head * n + t) * top;
-      const ids = A[s.key + "/top"], probs = A[s.key + "/prob"];
-      const k = Math.min(top, s.classes);
+      const n = tokensOf(side), at = head(s, S.head).start[t];
+      const ids = A[s.key + "/top"], probs = A[s.key + "/prob"], k = A[s.key + "/count"][S.head * n + t];
       const dist = el("table", { class: "dist" }, el("tr", {}, el("th", { textContent: "role" }),
         el("th", { textContent: "p" })));
       for (let j = 0; j < k; j++) {
         dist.append(el("tr", {}, el("td", { textContent: String(ids[at + j]) }),
           el("td", { class: "num", textContent: fixed(probs[at + j], 3) })));
       }
-      parts.push(el("p", { textContent: `${s.key} head ${S.head}: top ${k} of ${s.classes} roles` }), dist);
+      parts.push(el("p", { textContent: `${s.key} head ${S.head}: its ${k} likeliest of ${s.classes} roles `
+        + `(at most ${M.top}; those that print above 0.000)` }), dist);
     } else {
       const n = tokensOf(side);
       parts.push(el("p", { class: "cluster", textContent: `${s.key} head ${S.head}: k-means cluster `
-        + `${A[s.key + "/class"][S.head * n + t]} of ${M.k}, distance to its centre `
-        + `${A[s.key + "/distance"][S.head * n + t].toPrecision(4)}` }));
+        + `${head(s, S.head).cls[t]} of ${M.k}, distance to its centre `
+        + `${half(A[s.key + "/distance"][S.head * n + t]).toPrecision(3)}` }));
     }
     box.replaceChildren(...parts);
   }
@@ -224,7 +256,7 @@
     $("legend-title").textContent = s.colour === "role"
       ? `Roles of ${s.key} head ${S.head} (argmax; ${order.length} of ${s.classes} used)`
       : `k-means clusters of the role vectors of ${s.key} head ${S.head} (k = ${M.k}, seed ${M.seed})`;
-    const clusters = s.per_head[S.head].clusters;
+    const clusters = s.colour === "cluster" ? s.per_head[S.head].clusters : null;  // a role legend has no k-means
     $("legend").replaceChildren(...order.map((c) => {
       const tops = clusters ? clusters[c].top.slice(0, 3).map(([sy, k]) => `${sy} (${k})`).join(", ") : "";
       const name = s.colour === "role" ? `role ${c}` : `cluster ${c}`;
@@ -371,9 +403,9 @@
   function drawOccurrences() {
     const box = $("occurrences");
     if (S.role === null) return;
-    const s = site(), n = tokensOf(s.side), cls = A[s.key + "/class"], base = S.head * n;
+    const s = site(), n = tokensOf(s.side), cls = head(s, S.head).cls;
     const hits = [];
-    for (let t = 0; t < n; t++) if (cls[base + t] === S.role) hits.push(t);
+    for (let t = 0; t < n; t++) if (cls[t] === S.role) hits.push(t);
     const name = s.colour === "role" ? `role ${S.role}` : `cluster ${S.role}`;
     const sentences = new Set(hits.map((t) => exampleOf(s.side, t)));
     $("occ-title").textContent = `Tokens with ${name} (${s.key} head ${S.head}): ${hits.length} in `
