@@ -3,15 +3,17 @@
     python benchmarks/explorer_scale.py DATA_BIN --split test --examples 1000 \
         --archs tp_transformer_d tp_transformer_math --record docs/img/bench/explorer_scale.json
 
-For each arch (paper size: 6 + 6 layers, 8 heads): a checkpoint of the arch after one update,
-saved by fairseq-train itself (the model the paper's options build on DATA_BIN's dictionaries), ``fairseq-tpr-roles dump`` of the first ``--examples`` examples of
-``--split`` (teacher forcing, the default components), ``fairseq-tpr-roles html`` of that dump
-(timed), then in headless Chromium (:mod:`fairseq_tpr.analysis.headless`) ``--loads`` fresh loads
-of the page (milliseconds from navigation to the page's ready mark: decoded, drawn and interactive)
-and ``--redraws`` rounds of changing each selector (side, site, layer, head: milliseconds from the
-change to the next drawn frame). A model so little trained has its role distributions spread over many
-roles, the largest the page's top-5 lists get, so the file size is an upper end for trained models
-of the same size. The JSON record is rewritten after each arch.
+For each arch (paper size: 6 + 6 layers, 8 heads): a checkpoint of the arch after one update, saved
+by fairseq-train itself (the model the paper's options build on DATA_BIN's dictionaries),
+``fairseq-tpr-roles dump`` of the first ``--examples`` examples of ``--split`` (teacher forcing; the
+components the page reads: ``role``, and ``role_attn`` of discrete roles), ``fairseq-tpr-roles html``
+of that dump (timed), then in headless Chromium (:mod:`fairseq_tpr.analysis.headless`) ``--loads``
+fresh loads of the page (milliseconds from navigation to the page's ready mark: decoded, drawn and
+interactive) and ``--redraws`` rounds of changing each selector there and back (site, layer and head
+on the decoder, then side), each timed from the change to the next drawn frame. The role
+distributions are those of the initial weights after one update; a trained model's page is smaller
+where its distributions are more peaked (fewer of a token's top 5 roles print above 0.00). The JSON
+record is rewritten after each arch.
 """
 import argparse
 import json
@@ -52,14 +54,13 @@ def measure_page(html, loads, redraws):
         open_ms = [page.open() for _ in range(loads)]
         errors = page.console()
         redraw = {}
-        for control in ("side", "site", "layer", "head"):
+        page.select("side", page.options("side")[-1])  # the decoder, where a layer has self and cross sites
+        for control in ("site", "layer", "head", "side"):
             times = []
-            for _ in range(redraws):
-                values = page.options(control)
-                if len(values) < 2:
-                    break
-                for value in values[1:2] + values[:1]:  # there and back
-                    times.append(page.select(control, value))
+            current = page.js(f"return document.getElementById('{control}').value")
+            others = [v for v in page.options(control) if v != current]
+            for _ in range(redraws if others else 0):  # there and back
+                times += [page.select(control, others[0]), page.select(control, current)]
             if times:
                 redraw[control] = {"median_ms": statistics.median(times), "max_ms": max(times), "n": len(times)}
         errors += page.console()
@@ -84,14 +85,16 @@ def main(argv=None):
     a = p.parse_args(argv)
     from fairseq_tpr.analysis.dump import Dump
 
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
     record = {"command": "python benchmarks/explorer_scale.py " + " ".join(sys.argv[1:]), "examples": a.examples,
-              "split": a.split, "cpus": os.cpu_count(), "machine": platform.machine(), "archs": {}}
+              "data": a.data, "split": a.split, "date": time.strftime("%Y-%m-%d"), "commit": commit.strip(),
+              "cpus": os.cpu_count(), "machine": platform.machine(), "archs": {}}
     for arch in a.archs:
         ckpt = checkpoint(arch, a.data, a.work, a.source_lang, a.target_lang)
         dump = os.path.join(a.work, f"{arch}.npz")
         html = os.path.join(a.work, f"{arch}.html")
         run("fairseq-tpr-roles", "dump", a.data, "--path", ckpt, "--split", a.split, "--max-examples", a.examples,
-            "--out", dump, "--cpu")
+            "--components", "role,role_attn", "--out", dump, "--cpu")
         start = time.perf_counter()
         run("fairseq-tpr-roles", "html", dump, "--out", html)
         build_s = time.perf_counter() - start

@@ -115,3 +115,22 @@ def test_ops_table_from_train_profile_records(tmp_path, capsys):
     assert "| ops | `tp` | fp32 | 3 | 130 | 230 | 360 | 1.200 | 60 | 2 / 0 / 1 | - |" in out
     assert "| ops | `tp` | bf16 | 3 | 1 | 1 | 2 | 1.000 |" in out  # the first of its precision
     assert "commit abc1234" in out
+
+
+def test_explorer_table_from_explorer_scale_records(tmp_path, capsys):
+    """--explorer prints benchmarks/explorer_scale.py's record: size, build, slowest load and redraws."""
+    rec = {"command": "python benchmarks/explorer_scale.py data-bin", "examples": 1000, "data": "data-bin",
+           "split": "train", "date": "2026-12-02", "commit": "abc1234", "cpus": 2, "machine": "x86_64",
+           "archs": {"tp_transformer_d": {
+               "examples": 1000, "source_tokens": 27336, "target_tokens": 5030, "sites": 18, "heads": 8,
+               "dump_mb": 700.0, "html_mb": 11.417, "build_s": 21.2, "open_ms": [812.0, 790.4, 845.6],
+               "open_max_ms": 845.6, "console_errors": [], "chromium": "150.0",
+               "redraw": {"side": {"median_ms": 29.2, "max_ms": 36.8, "n": 10},
+                          "head": {"median_ms": 22.6, "max_ms": 24.7, "n": 10}}}}}
+    path = tmp_path / "explorer.json"
+    path.write_text(json.dumps(rec))
+    assert bench_table.main(["--explorer", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert ("| explorer | `tp_transformer_d` | 1,000 | 27,336 / 5,030 | 18 x 8 | 11.42 | 21 s | 846 ms (3) | "
+            "side 29 / 37 ms, head 23 / 25 ms | 0 |") in out
+    assert "- `" + str(path) + "`: 2026-12-02, commit abc1234, 2 CPUs (x86_64), headless Chromium 150.0" in out

@@ -101,8 +101,8 @@ def test_discrete_page_in_chromium(browser, pages, tmp_path):
 
         # every selector changes what is drawn
         drawn = page.js(DRAWN)
-        for control, value in (("side", "decoder"), ("site", "cross"), ("layer", "1"), ("head", "2"),
-                               ("what", "role_attn"), ("layer", "0"), ("layer", "1")):
+        for control, value in (("side", "decoder"), ("site", "cross"), ("layer", "0"), ("head", "2"),
+                               ("what", "role_attn"), ("layer", "1")):
             assert value in page.options(control) and page.js(f"return document.getElementById('{control}').value") != value
             page.select(control, value)
             now = page.js(DRAWN)
@@ -124,7 +124,7 @@ def test_discrete_page_in_chromium(browser, pages, tmp_path):
             # at most 5; fewer only where the next likeliest role prints as 0.00
             assert 1 <= len(rows) <= 5 and (len(rows) == 5 or dist[order[len(rows)]] < 0.005 + 1e-7)
             facts = detail.text
-            assert f"#{ex} (id {dump.ids[ex]})" in facts and f"target position {pos} of {len(dump.tgt[ex])}" in facts
+            assert f"#{ex} (id {dump.ids[ex]})" in facts and f"target position {pos} of {len(dump.tgt[ex])} (counted from 0)" in facts
             assert dump.tokens("decoder", ex)[pos] in facts and dump.tokens("decoder", ex, inputs=False)[pos] in facts
 
         # the head's figures are stats' and purity's (encoder layer 0 self-attention, head 1)
@@ -181,8 +181,11 @@ def test_continuous_page_in_chromium(browser, pages):
         page.open()
         assert page.console() == []
         assert page.options("site") == ["embed", "self"]  # the embedding roles of Eq. 2, then the attention
+        # the first view is the last layer's self-attention, head 0 (`kmeans`' and `heatmap`'s defaults)
+        assert [page.js(f"return document.getElementById('{c}').value") for c in ("site", "layer", "head")] == [
+            "self", "1", "0"]
         drawn = page.js(DRAWN)
-        for control, value in (("site", "self"), ("layer", "1"), ("head", "3"), ("site", "embed"), ("side", "decoder")):
+        for control, value in (("layer", "0"), ("head", "3"), ("site", "embed"), ("side", "decoder")):
             page.select(control, value)
             assert page.js(DRAWN) != drawn, f"selecting {control} {value} drew nothing new"
             drawn = page.js(DRAWN)

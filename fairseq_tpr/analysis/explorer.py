@@ -292,3 +292,22 @@ def write_explorer(dump_path: str, out: str, labels: Optional[str] = None, label
     print(f"wrote {out} ({len(html.encode('utf-8')) / 1e6:.2f} MB): {len(dump)} examples, {len(meta['sites'])} "
           f"sites of {meta['arch']} ({meta['kind']} roles); open it in a browser")
     return meta
+
+
+def screenshot(html: str, png: str, width: int = 1400, height: int = 1300) -> str:
+    """A picture of the page as a reader sees it (the docs' picture): opened in headless Chromium
+    (:mod:`.headless`), the sixth token of the first sentence hovered (its roles shown) and the first role of
+    the legend clicked (its tokens listed). A console error is an error here."""
+    from .headless import Page
+
+    with Page(html, width=width, height=height) as page:
+        page.open()
+        page.js("const toks = document.querySelectorAll('#sentences .tok:not(.plain)');"
+                "if (toks.length) toks[Math.min(5, toks.length - 1)].dispatchEvent("
+                "new MouseEvent('mouseover', {bubbles: true}));"
+                "const role = document.querySelector('#legend button'); if (role) role.click();")
+        errors = page.console()
+        if errors:
+            raise RuntimeError(f"{html} logged errors in Chromium: {errors}")
+        page.screenshot(png)
+    return png

@@ -257,8 +257,13 @@ def write_heatmap(dump_path: str, png: str, side: str = "encoder", layer: str = 
     print(f"wrote {png}")
 
 
-def write_explorer(dump_path: str, out: str, **options) -> dict:
-    """The explorer page of a dump (:mod:`.explorer`); returns its header."""
-    from .explorer import write_explorer as write
+def write_explorer(dump_path: str, out: str, screenshot: Optional[str] = None, **options) -> dict:
+    """The explorer page of a dump (:mod:`.explorer`), and with ``screenshot`` a PNG of it in headless
+    Chromium; returns the page's header."""
+    from . import explorer
 
-    return write(dump_path, out, **options)
+    meta = explorer.write_explorer(dump_path, out, **options)
+    if screenshot:
+        explorer.screenshot(out, screenshot)
+        print(f"wrote {screenshot}")
+    return meta

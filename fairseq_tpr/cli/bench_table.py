@@ -2,6 +2,7 @@
 
     fairseq-tpr-bench-table RECORD[:KEY] ... [--models]
     fairseq-tpr-bench-table --ops RECORD ...
+    fairseq-tpr-bench-table --explorer RECORD ...
 
 A RECORD is what ``benchmarks/throughput.py --paired --record PATH`` writes (docs/img/bench/): the
 command, the settings, the environment, every model's throughput and every ratio TP / matched
@@ -20,6 +21,10 @@ the record says which (``verdict_basis``). Under the table, each record's date, 
 fairseq's Trainer dispatches per update (forward, backward, their sum and its ratio to the first arch of
 the record in that precision, the optimizer's), the host synchronisations among them, and, where the
 record has a profile, the wall, host and GPU milliseconds and kernel launches per update.
+
+``--explorer`` reads records of ``benchmarks/explorer_scale.py``: per arch the role explorer of a dump
+(``fairseq-tpr-roles html``), its size, the time to build it, the slowest of its loads in headless
+Chromium (navigation to drawn and interactive) and the slowest redraw after a selector change.
 """
 import json
 import sys
@@ -150,18 +155,46 @@ def sources(runs) -> str:
     return "\n".join(out)
 
 
+def explorer_table(records) -> str:
+    lines = ["| record | arch | examples | tokens (source / target) | sites x heads | page MB | built in | "
+             "opened in (slowest of loads) | redraw after a selector, median / slowest | console errors |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|---:|"]
+    for name, rec in records:
+        for arch, run in rec["archs"].items():
+            redraw = ", ".join(f"{control} {r['median_ms']:.0f} / {r['max_ms']:.0f} ms"
+                               for control, r in run["redraw"].items())
+            lines.append(f"| {Path(name).stem} | `{arch}` | {run['examples']:,} | {run['source_tokens']:,} / "
+                         f"{run['target_tokens']:,} | {run['sites']} x {run['heads']} | {run['html_mb']:.2f} | "
+                         f"{run['build_s']:.0f} s | {run['open_max_ms']:.0f} ms ({len(run['open_ms'])}) | {redraw} | "
+                         f"{len(run['console_errors'])} |")
+    out = ["\n".join(lines), "", "Records:"]
+    for name, rec in records:
+        chromium = sorted({run["chromium"] for run in rec["archs"].values()})
+        out.append(f"- `{name}`: {rec['date']}, commit {rec['commit']}, {rec['cpus']} CPUs ({rec['machine']}), "
+                   f"headless Chromium {', '.join(chromium)}, the first {rec['examples']:,} examples of "
+                   f"{rec['split']}; `{rec['command']}`")
+    return "\n".join(out)
+
+
 def build_parser():
     """The command's parser (its --help is the module docstring)."""
     p = doc_parser(__doc__, prog="fairseq-tpr-bench-table")
     p.add_argument("records", nargs="+", metavar="RECORD[:KEY]")
     p.add_argument("--models", action="store_true", help="also each model's throughput")
     p.add_argument("--ops", action="store_true", help="records of benchmarks/train_profile.py: ops per update")
+    p.add_argument("--explorer", action="store_true", help="records of benchmarks/explorer_scale.py: the role explorer")
     return p
 
 
 def main(argv=None):
     p = build_parser()
     args = p.parse_args(argv)
+    if args.explorer:
+        try:
+            print(explorer_table([(spec, json.loads(Path(spec).read_text(encoding="utf-8"))) for spec in args.records]))
+        except (OSError, ValueError, KeyError) as e:
+            p.error(f"not a record of benchmarks/explorer_scale.py: {e}")
+        return 0
     if args.ops:
         try:
             records = [(spec, json.loads(Path(spec).read_text(encoding="utf-8"))) for spec in args.records]

@@ -11,6 +11,7 @@ Subcommands (docs/analysis.md has a worked example)::
     fairseq-tpr-roles heatmap roles.npz --side encoder --layer -1 --head 0 --example 0 --png attn.png
         [--what attn|role_attn]
     fairseq-tpr-roles html roles.npz --out explorer.html [--labels token_labels.txt] [--k 20] [--seed 0]
+        [--screenshot explorer.png]
 
 ``dump`` runs the checkpoint with teacher forcing on the references, or (``--generate``)
 on its own beam-search outputs, and records per site (embedding, each layer's self and
@@ -118,6 +119,8 @@ def build_parser():
                    help="refuse a dump of more examples than this (default 1000: about 10 MB at paper size)")
     e.add_argument("--heatmap-examples", type=int, default=10,
                    help="keep the heatmaps of the first N examples (default 10; each adds H x T x S numbers per site)")
+    e.add_argument("--screenshot", help="also write a PNG of the page in headless Chromium (needs Debian's chromium "
+                                        "and chromium-driver, and selenium)")
     return parser
 
 
@@ -139,7 +142,8 @@ def _run(a):
                            k=a.k, seed=a.seed, json_path=a.json)
     elif a.command == "html":
         roles.write_explorer(a.dump, a.out, labels=a.labels, labels_side=a.labels_side, k=a.k, seed=a.seed,
-                             thresholds=a.threshold, max_examples=a.max_examples, heatmap_examples=a.heatmap_examples)
+                             thresholds=a.threshold, max_examples=a.max_examples, heatmap_examples=a.heatmap_examples,
+                             screenshot=a.screenshot)
     else:
         roles.write_heatmap(a.dump, a.png, a.side, a.layer, a.attention, a.head, example=a.example, what=a.what)
 

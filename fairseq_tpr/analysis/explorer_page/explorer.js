@@ -101,10 +101,10 @@
   }
 
   // ------------------------------------------------------------------ selectors
-  function fill(select, values, labels, keep) {
+  function fill(select, values, labels, keep, fallback = values[0]) {
     select.replaceChildren(...values.map((v, i) => el("option", { value: String(v), textContent: labels[i] })));
     const want = String(keep);
-    select.value = values.map(String).includes(want) ? want : String(values[0]);
+    select.value = values.map(String).includes(want) ? want : String(fallback);
     select.disabled = values.length < 2;
     return select.value;
   }
@@ -120,7 +120,7 @@
 
   function fillLayers() {
     const layers = M.sites.filter((s) => s.side === S.side && s.attention === S.attention).map((s) => s.layer);
-    S.layer = fill($("layer"), layers, layers.map(String), S.layer);
+    S.layer = fill($("layer"), layers, layers.map(String), S.layer, layers[layers.length - 1]);  // the last, as --layer -1
     fillHeads();
   }
 
@@ -204,7 +204,7 @@
     const ex = exampleOf(side, t), pos = t - M.sides[side].offsets[ex];
     const box = $("detail");
     const rows = [["sentence", `#${ex} (id ${M.ids[ex]})`], [`${ROW_NAMES[side] || side} position`,
-      `${pos} of ${M.sides[side].offsets[ex + 1] - M.sides[side].offsets[ex]}`]];
+      `${pos} of ${M.sides[side].offsets[ex + 1] - M.sides[side].offsets[ex]} (counted from 0)`]];
     if (side === "decoder") {
       rows.push(["reads", sym(side, t)], ["predicts", M.symbols[A["predicts/decoder"][t]]]);
     } else {
@@ -463,7 +463,13 @@
     $("prev").addEventListener("click", () => { S.page -= 1; drawSentences(); });
     $("next").addEventListener("click", () => { S.page += 1; drawSentences(); });
     const box = $("sentences");
-    const hover = (e) => { const tok = e.target.closest(".tok"); if (tok) showDetail(tok); };
+    const hover = (e) => {
+      const tok = e.target.closest(".tok");
+      if (!tok) return;
+      for (const other of box.querySelectorAll(".tok.hl")) other.classList.remove("hl");
+      tok.classList.add("hl");
+      showDetail(tok);
+    };
     box.addEventListener("mouseover", hover);
     box.addEventListener("focusin", hover);
     box.addEventListener("click", (e) => {
@@ -494,6 +500,7 @@
     describe();
     const sides = ["encoder", "decoder"].filter((side) => M.sites.some((s) => s.side === side));
     S.side = fill($("side"), sides, sides, sides[0]);
+    S.attention = "self";  // the first view: the last layer's self-attention, as `kmeans` and `heatmap` by default
     fillSites();
     wire();
     filter();
