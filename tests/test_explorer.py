@@ -10,7 +10,6 @@ import pytest
 from fairseq_tpr.analysis.cluster import kmeans_roles
 from fairseq_tpr.analysis.dump import Dump
 from fairseq_tpr.analysis.explorer import PROB_SCALE, TOP, render_page
-from fairseq_tpr.analysis.roles import heatmap_matrix
 from fairseq_tpr.analysis.stats import dump_stats
 from fairseq_tpr.cli import roles as roles_cli
 from fairseq_tpr.errors import ConfigError, InputError
@@ -59,7 +58,7 @@ def test_discrete_page_holds_the_argmax_top_roles_and_the_stats_of_the_dump(dump
             for ex in range(meta["heatmap_examples"]):
                 kept = arrays[f"heatmap/{what}/{key}/{ex}"].reshape(H, -1)
                 for h in range(H):
-                    mat = heatmap_matrix(dump, key, h, ex, what)[0]
+                    mat = dump.heatmap(key, h, ex, what)[0]
                     np.testing.assert_array_equal(kept[h], np.rint(mat.reshape(-1) * PROB_SCALE))
     assert meta["all"]["all"] == stats["all"] and meta["all"]["sides"] == stats["sides"]
     # the tokens each row shows are the dump's

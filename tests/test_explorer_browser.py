@@ -25,7 +25,8 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 # what the page draws, as a comparable value: the tokens' classes, the titles and texts of the panels
 DRAWN = """return {
-  classes: [...document.querySelectorAll('#sentences .tok')].map(t => (t.dataset.side || '') + ':' + (t.dataset.c ?? '')),
+  classes: [...document.querySelectorAll('#sentences .tok')].map(
+    t => (t.dataset.side || '') + ':' + (t.dataset.c ?? '')),
   legend: document.getElementById('legend-title').textContent + document.getElementById('legend').textContent,
   stats: document.getElementById('stats').textContent,
   heatmap: document.getElementById('heatmap').dataset.signature,
@@ -103,7 +104,8 @@ def test_discrete_page_in_chromium(browser, pages, tmp_path):
         drawn = page.js(DRAWN)
         for control, value in (("side", "decoder"), ("site", "cross"), ("layer", "0"), ("head", "2"),
                                ("what", "role_attn"), ("layer", "1")):
-            assert value in page.options(control) and page.js(f"return document.getElementById('{control}').value") != value
+            assert value in page.options(control)
+            assert page.js(f"return document.getElementById('{control}').value") != value
             page.select(control, value)
             now = page.js(DRAWN)
             assert now != drawn, f"selecting {control} {value} drew nothing new"
@@ -124,7 +126,8 @@ def test_discrete_page_in_chromium(browser, pages, tmp_path):
             # at most 5; fewer only where the next likeliest role prints as 0.00
             assert 1 <= len(rows) <= 5 and (len(rows) == 5 or dist[order[len(rows)]] < 0.005 + 1e-7)
             facts = detail.text
-            assert f"#{ex} (id {dump.ids[ex]})" in facts and f"target position {pos} of {len(dump.tgt[ex])} (counted from 0)" in facts
+            assert f"#{ex} (id {dump.ids[ex]})" in facts
+            assert f"target position {pos} of {len(dump.tgt[ex])} (counted from 0)" in facts
             assert dump.tokens("decoder", ex)[pos] in facts and dump.tokens("decoder", ex, inputs=False)[pos] in facts
 
         # the head's figures are stats' and purity's (encoder layer 0 self-attention, head 1)
@@ -154,7 +157,8 @@ def test_discrete_page_in_chromium(browser, pages, tmp_path):
         argmax = np.concatenate([a[:, 1].argmax(-1) for a in dump.arrays["encoder.0.self"]["role_attn"]])
         title = page.driver.find_element("id", "occ-title").text
         assert f"role {role} (encoder.0.self head 1): {int((argmax == role).sum())} in" in title
-        assert len(page.driver.find_elements("css selector", "#occurrences div[data-ex]")) == min(300, (argmax == role).sum())
+        listed = page.driver.find_elements("css selector", "#occurrences div[data-ex]")
+        assert len(listed) == min(300, (argmax == role).sum())
 
         # the search box keeps the sentences that hold the substring
         text = " ".join(dump.tokens("encoder", 5)[:2])

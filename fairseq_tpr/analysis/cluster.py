@@ -128,3 +128,22 @@ def read_token_labels(path: str, dump, side: str) -> List[List[str]]:
             row[span[0]] = lab
         out.append(row)
     return out
+
+
+def grouping_baselines(dump, side: str, token_labels: List[List[str]], k: int) -> dict:
+    """Purity of grouping the labelled tokens without the model, the controls a cluster purity is read
+    against. By the symbol each position reads (on the decoder the previous token, not the one it
+    predicts): every symbol its own group (``symbols``, ``n_symbols`` groups) and the k - 1 commonest
+    symbols and the rest (``symbols_k``). By the position t: every position its own group
+    (``positions``, ``n_positions`` groups) and k contiguous bins of about equal labelled tokens
+    (``positions_k``). The ``_k`` groupings have as many groups as k-means has clusters (purity grows
+    with the number of groups), so they are the ones a k-cluster purity is compared with. And one
+    group: the majority label (``majority``)."""
+    rows = [dump.tokens(side, i) for i in range(len(dump))]
+    every = purity([np.asarray(row) for row in rows], token_labels)
+    at = purity([np.arange(len(row)) for row in token_labels], token_labels)
+    return {"tokens": every["tokens"], "symbols": every["purity"], "n_symbols": len(every["groups"]),
+            "symbols_k": purity(top_symbols(rows, k, token_labels), token_labels)["purity"],
+            "positions": at["purity"], "n_positions": len(at["groups"]),
+            "positions_k": purity(position_bins(token_labels, k), token_labels)["purity"],
+            "majority": purity([np.zeros(len(row), dtype=int) for row in token_labels], token_labels)["purity"]}

@@ -164,6 +164,21 @@ class Dump:
                 f"--example {example} is out of range: the dump holds {len(self)} examples (0..{len(self) - 1})")
         return example
 
+    def heatmap(self, key: str, head: int, example: int, what: str = "attn"):
+        """(matrix, row symbols, column symbols or None) of ``fairseq-tpr-roles heatmap``: the
+        attention probabilities (``what="attn"``: queries x keys) or the role distributions
+        (``"role_attn"``: tokens x N_r) of site ``key``, ``head`` and ``example``."""
+        arrs = self.component(key, what)
+        head = self.check_head(key, head)
+        ex = self.check_example(example)
+        side = key.split(".")[0]
+        rows = self.tokens(side, ex)
+        mat = arrs[ex][:, head]  # T x S (attn) or T x N_r (role_attn)
+        if what != "attn":
+            return mat, rows, None
+        keys_side = "encoder" if (side == "encoder" or key.endswith(".cross")) else "decoder"
+        return mat, rows, self.tokens(keys_side, ex)
+
     def tokens(self, side: str, example: int, inputs: bool = True) -> List[str]:
         """Symbols at each position: the source, or for the decoder its input (``inputs``: the
         token read at that position; a language model's ``src``) or the target it predicts."""

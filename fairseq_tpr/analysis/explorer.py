@@ -14,8 +14,8 @@ other subcommands, so the two cannot disagree:
 * ``stats``: :func:`.stats.dump_stats` (one-hot rates, entropy, roles used, usage perplexity, usage);
 * ``kmeans``: :func:`.cluster.kmeans_roles` (same ``k`` and ``seed``) and :func:`.cluster.cluster_summary`;
 * ``purity``: :func:`.cluster.purity` of those clusters against :func:`.cluster.read_token_labels`,
-  and the groupings of :func:`.roles.grouping_baselines`;
-* ``heatmap``: :func:`.roles.heatmap_matrix`.
+  and the groupings of :func:`.cluster.grouping_baselines`;
+* ``heatmap``: :meth:`.dump.Dump.heatmap`.
 
 What the page adds is presentation: the top ``TOP`` entries of each role distribution and each
 token's distance to its cluster's centre (for the hover), rounded to what the page prints.
@@ -136,8 +136,7 @@ def explorer_data(dump: Dump, path: str, labels: Optional[str] = None, labels_si
                   k: int = 20, seed: int = 0, thresholds: Sequence[float] = (0.98, 0.9, 0.5),
                   heatmap_examples: int = 10):
     """(header dict, packed arrays) of the explorer of ``dump`` (read from ``path``)."""
-    from .cluster import cluster_summary, kmeans_roles, purity, read_token_labels
-    from .roles import grouping_baselines, heatmap_matrix
+    from .cluster import cluster_summary, grouping_baselines, kmeans_roles, purity, read_token_labels
     from .stats import dump_stats
 
     keys = role_sites(dump, path)
@@ -226,7 +225,7 @@ def explorer_data(dump: Dump, path: str, labels: Optional[str] = None, labels_si
         info["heatmaps"] = [what for what in ("attn", "role_attn") if what in comps]
         for what in info["heatmaps"]:
             for ex in range(min(heatmap_examples, len(dump))):
-                mats = [heatmap_matrix(dump, key, h, ex, what)[0] for h in range(H)]
+                mats = [dump.heatmap(key, h, ex, what)[0] for h in range(H)]
                 arrays.add(f"heatmap/{what}/{key}/{ex}", _scaled(np.stack(mats)))
         sites.append(info)
     progress.close()
@@ -311,3 +310,28 @@ def screenshot(html: str, png: str, width: int = 1400, height: int = 1300) -> st
             raise RuntimeError(f"{html} logged errors in Chromium: {errors}")
         page.screenshot(png)
     return png
+
+
+def scale_table(records) -> str:
+    """The table of ``fairseq-tpr-bench-table --explorer``: per arch of each record of
+    ``benchmarks/explorer_scale.py`` (``(name, record)`` pairs) the page's size, build time, slowest
+    load and redraws in headless Chromium, then each record's source."""
+    lines = ["| record | arch | examples | tokens (source / target) | sites x heads | page MB | built in | "
+             "opened in (slowest of loads) | redraw after a selector, median / slowest | console errors |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|---:|"]
+    for name, rec in records:
+        for arch, run in rec["archs"].items():
+            redraw = ", ".join(f"{control} {r['median_ms']:.0f} / {r['max_ms']:.0f} ms"
+                               for control, r in run["redraw"].items())
+            stem = os.path.splitext(os.path.basename(name))[0]
+            lines.append(f"| {stem} | `{arch}` | {run['examples']:,} | {run['source_tokens']:,} / "
+                         f"{run['target_tokens']:,} | {run['sites']} x {run['heads']} | {run['html_mb']:.2f} | "
+                         f"{run['build_s']:.0f} s | {run['open_max_ms']:.0f} ms ({len(run['open_ms'])}) | {redraw} | "
+                         f"{len(run['console_errors'])} |")
+    out = ["\n".join(lines), "", "Records:"]
+    for name, rec in records:
+        chromium = sorted({run["chromium"] for run in rec["archs"].values()})
+        out.append(f"- `{name}`: {rec['date']}, commit {rec['commit']}, {rec['cpus']} CPUs ({rec['machine']}), "
+                   f"headless Chromium {', '.join(chromium)}, the first {rec['examples']:,} examples of "
+                   f"{rec['split']}; `{rec['command']}`")
+    return "\n".join(out)

@@ -117,7 +117,7 @@ def print_kmeans(dump_path: str, side: str = "encoder", layer: str = "-1", atten
     print(format_summary(summary))
     pure = None
     if labels:
-        from .cluster import purity, read_token_labels
+        from .cluster import grouping_baselines, purity, read_token_labels
 
         token_labels = read_token_labels(labels, dump, side)
         by_cluster = purity(res["labels"], token_labels)
@@ -147,27 +147,6 @@ def print_kmeans(dump_path: str, side: str = "encoder", layer: str = "-1", atten
     return res
 
 
-def grouping_baselines(dump, side: str, token_labels: List[List[str]], k: int) -> dict:
-    """Purity of grouping the labelled tokens without the model, the controls a cluster purity is read
-    against. By the symbol each position reads (on the decoder the previous token, not the one it
-    predicts): every symbol its own group (``symbols``, ``n_symbols`` groups) and the k - 1 commonest
-    symbols and the rest (``symbols_k``). By the position t: every position its own group
-    (``positions``, ``n_positions`` groups) and k contiguous bins of about equal labelled tokens
-    (``positions_k``). The ``_k`` groupings have as many groups as k-means has clusters (purity grows
-    with the number of groups), so they are the ones a k-cluster purity is compared with. And one
-    group: the majority label (``majority``)."""
-    from .cluster import position_bins, purity, top_symbols
-
-    rows = [dump.tokens(side, i) for i in range(len(dump))]
-    every = purity([np.asarray(row) for row in rows], token_labels)
-    at = purity([np.arange(len(row)) for row in token_labels], token_labels)
-    return {"tokens": every["tokens"], "symbols": every["purity"], "n_symbols": len(every["groups"]),
-            "symbols_k": purity(top_symbols(rows, k, token_labels), token_labels)["purity"],
-            "positions": at["purity"], "n_positions": len(at["groups"]),
-            "positions_k": purity(position_bins(token_labels, k), token_labels)["purity"],
-            "majority": purity([np.zeros(len(row), dtype=int) for row in token_labels], token_labels)["purity"]}
-
-
 def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-1", attention: str = "self",
                  heads: Optional[List[int]] = None, components=("role", "filler", "tpr"), k: int = 20, seed: int = 0,
                  json_path: Optional[str] = None) -> List[dict]:
@@ -175,10 +154,10 @@ def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-
     (or ``heads``) and ``component`` of one site, in one dump or in several (the seeds of one model,
     dumped on the same examples): the purity of the k clusters (tokens in their cluster's majority
     label, over the labelled tokens), against grouping the same tokens by their symbol, by their
-    position and against the majority label alone (``grouping_baselines``). One Markdown table
+    position and against the majority label alone (:func:`.cluster.grouping_baselines`). One Markdown table
     (mean ± sample sd over the dumps); ``json_path`` gets every dump's figures. Returns
     ``[{"component", "head", "purity": [one per dump]}]``."""
-    from .cluster import kmeans_roles, purity, read_token_labels
+    from .cluster import grouping_baselines, kmeans_roles, purity, read_token_labels
     from .results_table import mean_sd
 
     paths = [dump_paths] if isinstance(dump_paths, str) else list(dump_paths)
@@ -222,22 +201,6 @@ def print_purity(dump_paths, labels: str, side: str = "encoder", layer: str = "-
     return out
 
 
-def heatmap_matrix(dump: Dump, key: str, head: int, example: int, what: str = "attn"):
-    """(matrix, row symbols, column symbols or None) of ``heatmap``: the attention probabilities
-    (``what="attn"``: queries x keys) or the role distributions (``"role_attn"``: tokens x N_r) of
-    site ``key``, ``head`` and ``example``."""
-    arrs = dump.component(key, what)
-    head = dump.check_head(key, head)
-    ex = dump.check_example(example)
-    side = key.split(".")[0]
-    rows = dump.tokens(side, ex)
-    mat = arrs[ex][:, head]  # T x S (attn) or T x N_r (role_attn)
-    if what != "attn":
-        return mat, rows, None
-    keys_side = "encoder" if (side == "encoder" or key.endswith(".cross")) else "decoder"
-    return mat, rows, dump.tokens(keys_side, ex)
-
-
 def write_heatmap(dump_path: str, png: str, side: str = "encoder", layer: str = "-1", attention: str = "self",
                   head: int = 0, example: int = 0, what: str = "attn") -> None:
     """PNG of the attention probabilities (``what="attn"``: queries x keys) or role distributions
@@ -246,7 +209,7 @@ def write_heatmap(dump_path: str, png: str, side: str = "encoder", layer: str = 
 
     dump = Dump.load(dump_path)
     key = dump.site(side, layer, attention)
-    mat, rows, cols = heatmap_matrix(dump, key, head, example, what)
+    mat, rows, cols = dump.heatmap(key, head, example, what)
     head, ex = dump.check_head(key, head), example
     if what == "attn":
         title = f"{dump.meta.get('arch')}: {key} head {head}, example {ex} (id {dump.ids[ex]}): attention"

@@ -155,27 +155,6 @@ def sources(runs) -> str:
     return "\n".join(out)
 
 
-def explorer_table(records) -> str:
-    lines = ["| record | arch | examples | tokens (source / target) | sites x heads | page MB | built in | "
-             "opened in (slowest of loads) | redraw after a selector, median / slowest | console errors |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---|---:|"]
-    for name, rec in records:
-        for arch, run in rec["archs"].items():
-            redraw = ", ".join(f"{control} {r['median_ms']:.0f} / {r['max_ms']:.0f} ms"
-                               for control, r in run["redraw"].items())
-            lines.append(f"| {Path(name).stem} | `{arch}` | {run['examples']:,} | {run['source_tokens']:,} / "
-                         f"{run['target_tokens']:,} | {run['sites']} x {run['heads']} | {run['html_mb']:.2f} | "
-                         f"{run['build_s']:.0f} s | {run['open_max_ms']:.0f} ms ({len(run['open_ms'])}) | {redraw} | "
-                         f"{len(run['console_errors'])} |")
-    out = ["\n".join(lines), "", "Records:"]
-    for name, rec in records:
-        chromium = sorted({run["chromium"] for run in rec["archs"].values()})
-        out.append(f"- `{name}`: {rec['date']}, commit {rec['commit']}, {rec['cpus']} CPUs ({rec['machine']}), "
-                   f"headless Chromium {', '.join(chromium)}, the first {rec['examples']:,} examples of "
-                   f"{rec['split']}; `{rec['command']}`")
-    return "\n".join(out)
-
-
 def build_parser():
     """The command's parser (its --help is the module docstring)."""
     p = doc_parser(__doc__, prog="fairseq-tpr-bench-table")
@@ -189,20 +168,16 @@ def build_parser():
 def main(argv=None):
     p = build_parser()
     args = p.parse_args(argv)
-    if args.explorer:
-        try:
-            print(explorer_table([(spec, json.loads(Path(spec).read_text(encoding="utf-8"))) for spec in args.records]))
-        except (OSError, ValueError, KeyError) as e:
-            p.error(f"not a record of benchmarks/explorer_scale.py: {e}")
-        return 0
-    if args.ops:
+    if args.ops or args.explorer:
+        from fairseq_tpr.analysis.explorer import scale_table
+
         try:
             records = [(spec, json.loads(Path(spec).read_text(encoding="utf-8"))) for spec in args.records]
-            table = ops_table(records)
+            print(scale_table(records) if args.explorer
+                  else ops_table(records) + "\n\nRecords:\n" + ops_sources(records))
         except (OSError, ValueError, KeyError) as e:
-            p.error(f"not a record of benchmarks/train_profile.py --json: {e}")
-        print(table)
-        print("\nRecords:\n" + ops_sources(records))
+            writer = "benchmarks/explorer_scale.py" if args.explorer else "benchmarks/train_profile.py --json"
+            p.error(f"not a record of {writer}: {e}")
         return 0
     try:
         runs = [load(spec) for spec in args.records]
