@@ -160,3 +160,41 @@ def test_the_console_script_prints_one_error_line(dumps, run_cli, tmp_path):
     proc = run_cli("fairseq-tpr-roles", "html", paths["discrete"], "--out", tmp_path / "x.html", "--max-examples", "3")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ")
     assert "--max-examples 3" in proc.stderr
+
+
+def test_an_sttr_dump_holds_the_source_encoders_and_the_decoders_roles(tmp_path):
+    """sttr --tpr discrete: the encoder side of a dump is the source encoder (the model's own role
+    distributions, read through the template-aware forward), and its explorer draws them."""
+    import torch
+    from fairseq.data import LanguagePairDataset
+
+    from fairseq_tpr.analysis import run_capture
+    from fairseq_tpr.data.template_pair_dataset import TemplatePairDataset
+    from test_roles_analysis import _Task, toy_data
+
+    from _builders import build
+
+    pairs, d = toy_data(n=6)
+    assert isinstance(pairs, LanguagePairDataset)
+    templates = [s.flip(0) for s in pairs.src]  # any aligned token stream in the source dictionary
+    ds = TemplatePairDataset(pairs.src, pairs.src_sizes, d, templates, [len(t) for t in templates],
+                             pairs.tgt, pairs.tgt_sizes, d, shuffle=False)
+    model, _, _ = build("sttr_tiny", "--tpr", "discrete", src_dict=d, tgt_dict=d)
+    model.eval()
+    dump = run_capture(model, _Task(d), ds, components=("role", "role_attn"), batch_size=4,
+                       meta={"arch": "sttr_tiny", "split": "test", "checkpoint": "sttr.pt"})
+    assert dump.keys() == ["encoder.0.self", "encoder.1.self", "decoder.0.self", "decoder.0.cross",
+                           "decoder.1.self", "decoder.1.cross"]
+    sample = ds.collater([ds[i] for i in range(6)])
+    with torch.no_grad():
+        _, extra = model(**sample["net_input"])
+    order = sample["id"].tolist()
+    inside = extra["role_attn"]["encoder.source_encoder.layers.1.self_attn_roles"]  # S x B x H x N_r
+    for b, i in enumerate(order):
+        mask = sample["net_input"]["src_tokens"][b].ne(d.pad())
+        np.testing.assert_allclose(dump.arrays["encoder.1.self"]["role_attn"][i], inside[:, b][mask].numpy(),
+                                   atol=1e-6)
+    path = str(tmp_path / "sttr.npz")
+    dump.save(path)
+    meta, _ = _html(tmp_path, path)
+    assert [s["key"] for s in meta["sites"]] == dump.keys() and meta["kind"] == "discrete"

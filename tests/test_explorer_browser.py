@@ -210,3 +210,38 @@ def test_continuous_page_in_chromium(browser, pages):
         purity = page.driver.find_element("id", "purity").text
         assert purity.splitlines()[0].endswith(f"{100 * row['purity'][0]:.1f}%")
         assert page.console() == []
+
+
+@pytest.mark.slow
+def test_language_model_page_in_chromium(browser, tmp_path):
+    """A TP language model's page (a dump of its lines): one row of text, decoder sites only, and the
+    hovered token shows the dump's roles for the position that reads it."""
+    import random
+
+    from fairseq_tpr.analysis.headless import Page
+
+    from _inprocess import binarize_lm
+    from _inprocess import train as train_in_process
+    from test_lm_cli import _sentence, lm_train_argv
+
+    rng = random.Random(5)
+    data = binarize_lm(tmp_path / "lm", {split: [_sentence(rng) for _ in range(n)]
+                                         for split, n in (("train", 60), ("valid", 12), ("test", 12))})
+    train_in_process(lm_train_argv(data, tmp_path / "ckpt", "tp_transformer_d_lm_tiny", 2))
+    path = str(tmp_path / "lm.npz")
+    roles_cli.main(["dump", str(data), "--path", str(tmp_path / "ckpt" / "checkpoint_last.pt"), "--split", "valid",
+                    "--lines", "--out", path, "--cpu"])
+    roles_cli.main(["html", path, "--out", str(tmp_path / "lm.html"), "--k", "3"])
+    dump = Dump.load(path)
+    with Page(str(tmp_path / "lm.html")) as page:
+        page.open()
+        assert page.console() == [] and page.options("side") == ["decoder"]
+        rows = page.driver.find_elements("css selector", '#sentences .sentence[data-ex="0"] .row')
+        assert len(rows) == 1 and rows[0].text.split()[0] == "text"
+        text = _hover(page, _token(page, "decoder", 0, 2)).text
+        assert f"reads {dump.tokens('decoder', 0)[2]}" in text
+        assert f"predicts {dump.tokens('decoder', 0, inputs=False)[2]}" in text
+        dist = dump.arrays["decoder.1.self"]["role_attn"][0][2, 0]  # the first view: the last layer, head 0
+        first = page.driver.find_elements("css selector", "#detail .dist tr")[1].text.split()
+        assert int(first[0]) == int(dist.argmax()) and abs(float(first[1]) - dist.max()) <= 0.005 + 1e-7
+        assert page.console() == []

@@ -266,6 +266,15 @@ def test_roles_dump_of_a_language_model_reads_its_blocks(arch, trained, lm_data,
     for read, predicted in zip(dump.src, dump.tgt):  # the block's tokens, and each one's successor
         assert len(read) == len(predicted) == TOKENS and (read[1:] == predicted[:-1]).all()
     assert dump.tokens("decoder", 0) == [dump.src_vocab[t] for t in dump.src[0]]
+    # its explorer: one row of text (what each position reads), decoder sites only
+    from _explorer import read_page
+
+    roles_cli.main(["html", str(out), "--out", str(tmp_path / "roles.html"), "--k", "3"])
+    meta, arrays = read_page(tmp_path / "roles.html")
+    assert meta["language_model"] and list(meta["sides"]) == ["decoder"]
+    assert [site["key"] for site in meta["sites"]] == dump.keys()  # decoder sites only (asserted above)
+    assert [meta["symbols"][i] for i in arrays["tokens/decoder"][:TOKENS]] == dump.tokens("decoder", 0)
+    assert [meta["symbols"][i] for i in arrays["predicts/decoder"][:TOKENS]] == dump.tokens("decoder", 0, inputs=False)
     if arch == "tp_transformer_d_lm_tiny":
         roles_cli.main(["stats", str(out)])
         assert "| decoder.1.self | 0 |" in capsys.readouterr().out
@@ -296,5 +305,16 @@ def test_roles_dump_of_a_language_model_line_by_line_aligns_with_line_labels(tra
     labels.write_text("".join(" ".join(str(len(p)) for p in line) + "\n" for line in pieces))
     aligned = read_token_labels(str(labels), dump, "decoder")
     assert [len(a) for a in aligned] == [len(t) for t in dump.tgt]
-    roles_cli.main(["purity", str(out), "--labels", str(labels), "--side", "decoder", "--k", "3"])
+    roles_cli.main(["purity", str(out), "--labels", str(labels), "--side", "decoder", "--k", "3", "--component", "role",
+                    "--json", str(tmp_path / "purity.json")])
     assert "purity" in capsys.readouterr().out
+    # the explorer of a language model takes labels of its decoder: each head's purity is purity's
+    import json
+
+    from _explorer import read_page
+
+    roles_cli.main(["html", str(out), "--out", str(tmp_path / "lines.html"), "--labels", str(labels), "--k", "3"])
+    meta, _ = read_page(tmp_path / "lines.html")
+    last = next(site for site in meta["sites"][::-1] if site["attention"] == "self")
+    rows = json.loads((tmp_path / "purity.json").read_text())["rows"]
+    assert [last["per_head"][row["head"]]["purity"] for row in rows] == [row["purity"][0] for row in rows]

@@ -20,6 +20,9 @@ Keys name one site of the network (``side.layer.kind``):
 ``decoder.1.out``   output of decoder layer 1 (before the final layer norm of a pre-LN stack)
 ==================  ==========================================================================
 
+STTR's encoder side is its source encoder (``sttr --tpr discrete``: the source's role bindings); its
+template encoder reads the template, a token stream a dump does not keep, and is not captured.
+
 What each site holds, per token (``H`` heads):
 
 * continuous roles (``tp_transformer``, Schlag Eq. 3-6): ``role`` r^h = W_r z + b_r and
@@ -68,6 +71,9 @@ def sites(model: nn.Module) -> Dict[str, nn.Module]:
         part = getattr(model, side, None)
         if part is None:
             continue
+        # STTR's encoder: its source encoder is the encoder side (its template encoder reads a third token
+        # stream, which a dump does not keep)
+        part = getattr(part, "source_encoder", part)
         if isinstance(getattr(part, "layernorm_embedding", None), EmbeddingRoleBinding):
             out[f"{side}.embed"] = part.layernorm_embedding
         for i, layer in enumerate(part.layers):

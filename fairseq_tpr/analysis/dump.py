@@ -309,8 +309,8 @@ def run_capture(model, task, dataset, max_examples: Optional[int] = None, compon
             with Capture(model, want=components, keys=keys) as cap:
                 if language_model:
                     model(net["src_tokens"])
-                else:
-                    model(net["src_tokens"], net["src_lengths"], net["prev_output_tokens"])
+                else:  # every input of the batch (STTR's templates too)
+                    model(**net)
             max_diff = max(max_diff, cap.max_diff)
             src_mask = net["src_tokens"].ne(src_dict.pad()).cpu()  # B x S (left padded; a language model's right)
             tgt_mask = sample["target"].ne(tgt_dict.pad()).cpu()  # B x T (right padded)

@@ -50,6 +50,9 @@ def dump_roles(data: str, path: str, out: str, split: str = "test", max_examples
         if kind == "continuous" and comps == ["role_attn"]:
             raise ConfigError(f"--components role_attn: {path} (--arch {arch}) has continuous roles, no role "
                               "distributions; dump role,filler,tpr instead")
+    if "attn" in comps and hasattr(getattr(model, "encoder", None), "template_encoder"):
+        raise ConfigError(f"--components attn: {path} (--arch {arch}) merges the source and template states that "
+                          "its decoder attends to, and a dump keeps the source tokens only; drop attn")
     dataset = load_split(task, split, data)
     meta = {"arch": arch, "checkpoint": path, "data": data, "split": split, "beam": beam if generate else None,
             "lines": lines}
