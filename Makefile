@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.fairseq_tpr-installed
 
-.PHONY: venv sysdeps test lint test-slow demo demo-quick bench
+.PHONY: venv sysdeps test lint test-slow demo demo-quick bench docs
 
 venv: $(STAMP) sysdeps
 
@@ -16,10 +16,10 @@ sysdeps:
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch first, so that nothing below replaces it with another build
-	$(BIN)/pip install --quiet torch==2.13.0 cython
+	$(BIN)/pip install --quiet torch==2.13.0 cython "setuptools>=77"
 	# the package without build isolation (keeps that torch; fastBPE builds against that Cython), with
-	# what the tests and the demo use: pytest, tensorboardX, pycocoevalcap (METEOR, CIDEr), MiniLM, the RST parser
-	$(BIN)/pip install --quiet --no-build-isolation -e ".[dev,logging,captioning,extractive,rst]"
+	# what the tests and the demo use: pytest, tensorboardX, pycocoevalcap (METEOR, CIDEr), MiniLM, the RST parser, MkDocs
+	$(BIN)/pip install --quiet --no-build-isolation -e ".[dev,docs,logging,captioning,extractive,rst]"
 	$(BIN)/python -c "import torch, fairseq, fairseq_tpr; print('torch', torch.__version__, '| fairseq', fairseq.__version__, '| fairseq_tpr ready')"
 	touch $(STAMP)
 
@@ -46,3 +46,7 @@ demo-quick: venv
 
 bench: venv
 	$(BIN)/python benchmarks/throughput.py
+
+# the documentation site (mkdocs.yml, the Material theme) into site/; --strict: a broken link or anchor fails
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict

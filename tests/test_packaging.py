@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# imported only by the Mathematics Dataset generator, which runs in its own venv (DESIGN.md section 1)
+# imported only by the Mathematics Dataset generator, which runs in its own venv (preprocess/math_dataset.sh)
 OWN_VENV = {"mathematics_dataset", "absl"}
 # import name -> distribution, for optional packages whose names differ and that may not be installed
 # here (an installed package is looked up in its metadata instead)

@@ -1,4 +1,4 @@
-"""Extractive-summarization documents from the Debian package-description corpus (DESIGN.md section 5).
+"""Extractive-summarization documents from the Debian package-description corpus.
 
     python preprocess/debian_extractive.py runs/debian/summarization/text OUT [--min-units 3]
 
