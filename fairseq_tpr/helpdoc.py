@@ -18,3 +18,12 @@ def doc_parser(doc: str, prog: Optional[str] = None, epilog: Optional[str] = Non
     epilog = "\n\n".join(x for x in (rest, epilog) if x) or None
     return argparse.ArgumentParser(prog=prog, description=first, epilog=epilog,
                                    formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+
+
+def anchor(heading: str) -> str:
+    """The anchor of a Markdown heading, as MkDocs (Python-Markdown's toc) and GitHub make it: lower
+    case, punctuation dropped, runs of spaces and hyphens one hyphen."""
+    import re
+
+    slug = re.sub(r"[^\w\s-]", "", heading).strip().lower()
+    return re.sub(r"[-\s]+", "-", slug)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import List
 
 from ..errors import InputError
+from ..helpdoc import anchor
 from .results_table import mean_sd
 
 
@@ -111,12 +112,6 @@ def figure(spec: dict, root: Path) -> str:
     unit = spec.get("unit", "seeds")
     n = "/".join(str(c) for c in sorted(counts))
     return spec.get("join", " vs ").join(cells) + (f" ({spec['what']}, {n} {unit})" if spec.get("what") else f" ({n} {unit})")
-
-
-def anchor(heading: str) -> str:
-    """The anchor of a Markdown heading as MkDocs (Python-Markdown's toc) and GitHub make it."""
-    slug = re.sub(r"[^\w\s-]", "", heading).strip().lower()
-    return re.sub(r"[-\s]+", "-", slug)
 
 
 def table(spec_path: str, link_prefix: str = "") -> str:

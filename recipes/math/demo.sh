@@ -56,9 +56,9 @@ cat <<MEANING
     Table 1) report 84.24% interpolation and 55.40% extrapolation for the paper-size TP-Transformer
     (49.2M parameters) averaged over all 56 modules, after 1.7M updates of 1024 examples on 4 GPUs
     for 25 days. This demo trains a 1.6M-parameter model for $MAX_UPDATE updates of about 110
-    examples on 3 of the easier modules: expect roughly 80-85% on place_value, 45-55% on
-    comparison__pair (many of its answers are True or False) and 35-45% on round_number (docs/math.md,
-    "make demo"): far from the paper's models, and still rising (see the learning curve).
+    examples on 3 of the easier modules: expect roughly 75-85% on place_value, 45-60% on
+    comparison__pair (many of its answers are True or False) and 30-55% on round_number (one run:
+    docs/img/demo_output.txt): far from the paper's models (see the learning curve).
 MEANING
 echo "== done in $((SECONDS - start)) s"
 echo "    checkpoint     : $RUN_DIR/checkpoints/checkpoint_best.pt"
