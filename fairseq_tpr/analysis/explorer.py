@@ -117,26 +117,58 @@ def role_sites(dump: Dump, path: str) -> List[str]:
     return keys
 
 
-class _Progress:
-    """A tqdm bar over the k-means runs on stderr (a large dump takes minutes)."""
+def _role_distributions(dump: Dump, key: str, arrays: _Arrays, site_stats: Dict) -> Dict:
+    """A discrete site: each token's likeliest roles that print above 0.00 (at most ``TOP``; the argmax,
+    its colour, always) into ``arrays``, head-major, and the site's and heads' figures of ``stats``."""
+    A = np.concatenate(dump.arrays[key]["role_attn"])  # N_s x H x N_r
+    n_roles = A.shape[-1]
+    top = np.argsort(-A, axis=-1, kind="stable")[..., :min(TOP, n_roles)]  # the argmax first
+    prob = _scaled(np.take_along_axis(A, top, axis=-1)).transpose(1, 0, 2)  # H x N_s x TOP
+    kept = prob > 0
+    kept[..., 0] = True
+    arrays.add(f"{key}/count", kept.sum(-1).astype(np.uint8))
+    arrays.add(f"{key}/top", _uint(top.transpose(1, 0, 2)[kept], n_roles))
+    arrays.add(f"{key}/prob", prob[kept])
+    return {"colour": "role", "classes": n_roles, "one_hot": site_stats["one_hot"], "entropy": site_stats["entropy"],
+            "per_head": [{"stats": head} for head in site_stats["heads"]]}
 
-    def __init__(self, total: int):
-        from tqdm import tqdm
 
-        self.bar = tqdm(total=total, desc="k-means", unit="head", file=sys.stderr, disable=total == 0)
+def _role_clusters(dump: Dump, key: str, heads: List[int], info: Dict, arrays: _Arrays, k: int, seed: int,
+                   token_labels, keep_clusters: bool, progress) -> None:
+    """k-means of the role vectors of ``heads`` of a site (``kmeans_roles``, as ``kmeans`` and ``purity``):
+    each head's inertia, cluster summary and, with ``token_labels``, purity into ``info["per_head"]``;
+    with ``keep_clusters`` (a continuous site: the clusters are its colours) every token's cluster and
+    distance to its centre into ``arrays``."""
+    from .cluster import cluster_summary, kmeans_roles, purity
 
-    def step(self):
-        self.bar.update(1)
-
-    def close(self):
-        self.bar.close()
+    roles = dump.arrays[key]["role"] if "role" in dump.arrays[key] else []
+    n = sum(len(a) for a in roles)
+    clusters = np.zeros((info["heads"], n), dtype=np.int64)
+    distance = np.zeros((info["heads"], n), dtype=np.float16)
+    for h in heads:
+        res = kmeans_roles(dump, key, h, k, seed=seed, component="role")
+        progress.update(1)
+        per_head = info["per_head"][h]
+        per_head["inertia"] = res["inertia"]
+        summary = cluster_summary(dump, info["side"], res["labels"], k)
+        per_head["clusters"] = [{"cluster": c["cluster"], "size": c["size"],
+                                 "top": [[display(t), m] for t, m in c["top"]]} for c in summary]
+        if token_labels is not None:
+            per_head["purity"] = purity(res["labels"], token_labels)["purity"]
+        lab = np.concatenate(res["labels"])
+        X = np.concatenate([a[:, h] for a in roles]).astype(np.float64)
+        clusters[h] = lab
+        distance[h] = np.linalg.norm(X - res["centers"][lab], axis=-1)
+    if keep_clusters:
+        arrays.add(f"{key}/class", _uint(clusters, k))
+        arrays.add(f"{key}/distance", distance.view(np.uint16))  # float16 bits (the page prints 3 digits)
 
 
 def explorer_data(dump: Dump, path: str, labels: Optional[str] = None, labels_side: str = "encoder",
                   k: int = 20, seed: int = 0, thresholds: Sequence[float] = (0.98, 0.9, 0.5),
                   heatmap_examples: int = 10):
     """(header dict, packed arrays) of the explorer of ``dump`` (read from ``path``)."""
-    from .cluster import cluster_summary, grouping_baselines, kmeans_roles, purity, read_token_labels
+    from .cluster import grouping_baselines, read_token_labels
     from .stats import dump_stats
 
     keys = role_sites(dump, path)
@@ -173,62 +205,29 @@ def explorer_data(dump: Dump, path: str, labels: Optional[str] = None, labels_si
         base = grouping_baselines(dump, labels_side, token_labels, k)
         label_meta = {"path": os.path.basename(labels), "side": labels_side, "names": names, "baselines": base}
 
-    kmeans_jobs = [(key, h) for key in keys for h in range(dump.heads(key))
+    kmeans_jobs = {(key, h) for key in keys for h in range(dump.heads(key))
                    if key not in discrete or (token_labels is not None and parse_key(key)["side"] == labels_side
-                                              and "role" in dump.arrays[key])]
-    progress = _Progress(len(kmeans_jobs))
+                                              and "role" in dump.arrays[key])}
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(kmeans_jobs), desc="k-means", unit="head", file=sys.stderr, disable=not kmeans_jobs)
     sites = []
     for key in keys:
         info = {"key": key, **parse_key(key), "heads": dump.heads(key)}
-        H = info["heads"]
-        comps = dump.arrays[key]
-        per_head: List[Dict] = [{} for _ in range(H)]
         if key in discrete:
-            A = np.concatenate(comps["role_attn"])  # N_s x H x N_r
-            n_roles = A.shape[-1]
-            top = np.argsort(-A, axis=-1, kind="stable")[..., :min(TOP, n_roles)]  # the argmax first
-            # the top entries that print above 0.000, head-major: their number per token, then ids and values
-            prob = _scaled(np.take_along_axis(A, top, axis=-1)).transpose(1, 0, 2)  # H x N_s x TOP
-            kept = prob > 0
-            kept[..., 0] = True  # the argmax always
-            arrays.add(f"{key}/count", kept.sum(-1).astype(np.uint8))
-            arrays.add(f"{key}/top", _uint(top.transpose(1, 0, 2)[kept], n_roles))
-            arrays.add(f"{key}/prob", prob[kept])
-            site_stats = stats["sites"][key]
-            info.update(colour="role", classes=n_roles, one_hot=site_stats["one_hot"], entropy=site_stats["entropy"])
-            for h in range(H):
-                per_head[h]["stats"] = site_stats["heads"][h]
+            info.update(_role_distributions(dump, key, arrays, stats["sites"][key]))
         else:
-            info.update(colour="cluster", classes=k)
-        clusters = np.zeros((H, sum(len(a) for a in comps["role"])), dtype=np.int64) if key not in discrete else None
-        distance = np.zeros(clusters.shape, dtype=np.float16) if clusters is not None else None
-        for h in range(H):
-            if (key, h) not in kmeans_jobs:
-                continue
-            res = kmeans_roles(dump, key, h, k, seed=seed, component="role")
-            progress.step()
-            per_head[h]["inertia"] = res["inertia"]
-            per_head[h]["clusters"] = [{"cluster": s["cluster"], "size": s["size"],
-                                        "top": [[display(t), n] for t, n in s["top"]]}
-                                       for s in cluster_summary(dump, info["side"], res["labels"], k)]
-            if token_labels is not None and info["side"] == labels_side:
-                per_head[h]["purity"] = purity(res["labels"], token_labels)["purity"]
-            if clusters is not None:
-                lab = np.concatenate(res["labels"])
-                X = np.concatenate([a[:, h] for a in comps["role"]]).astype(np.float64)
-                clusters[h] = lab
-                distance[h] = np.linalg.norm(X - res["centers"][lab], axis=-1)
-        if clusters is not None:
-            arrays.add(f"{key}/class", _uint(clusters, k))
-            arrays.add(f"{key}/distance", distance.view(np.uint16))  # float16 bits (the page prints 3 digits)
-        info["per_head"] = per_head
-        info["heatmaps"] = [what for what in ("attn", "role_attn") if what in comps]
+            info.update(colour="cluster", classes=k, per_head=[{} for _ in range(info["heads"])])
+        heads = [h for h in range(info["heads"]) if (key, h) in kmeans_jobs]
+        _role_clusters(dump, key, heads, info, arrays, k, seed, token_labels if info["side"] == labels_side else None,
+                       keep_clusters=key not in discrete, progress=bar)
+        info["heatmaps"] = [what for what in ("attn", "role_attn") if what in dump.arrays[key]]
         for what in info["heatmaps"]:
             for ex in range(min(heatmap_examples, len(dump))):
-                mats = [dump.heatmap(key, h, ex, what)[0] for h in range(H)]
+                mats = [dump.heatmap(key, h, ex, what)[0] for h in range(info["heads"])]
                 arrays.add(f"heatmap/{what}/{key}/{ex}", _scaled(np.stack(mats)))
         sites.append(info)
-    progress.close()
+    bar.close()
 
     meta = {
         "arch": dump.meta.get("arch"), "kind": dump.meta.get("kind"), "mode": dump.meta.get("mode"),
