@@ -31,7 +31,7 @@ Arrays (``N_s`` tokens of a side, all examples concatenated in dump order; ``H``
 * ``tokens/<side>``: symbol indices (into ``meta.symbols``) of the tokens each position reads;
   ``predicts/decoder``: the target token a decoder position predicts;
 * ``<key>/class``: ``H x N_s`` the k-means cluster of each token (continuous sites: the colour);
-* ``<key>/count``: ``H x N_s`` how many of a token's ``TOP`` likeliest roles print above 0.000 (at
+* ``<key>/count``: ``H x N_s`` how many of a token's ``TOP`` likeliest roles print above 0.00 (at
   least 1: the argmax); ``<key>/top``, ``<key>/prob``: those roles and their probabilities in units
   of ``1 / PROB_SCALE``, token after token (head-major), for discrete sites; a token's first entry is
   its argmax role (the colour);

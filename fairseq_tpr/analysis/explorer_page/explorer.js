@@ -40,7 +40,8 @@
   const tokensOf = (side) => M.sides[side].offsets[M.n];
   const span = (side, ex) => [M.sides[side].offsets[ex], M.sides[side].offsets[ex + 1]];
   const sym = (side, t) => M.symbols[A["tokens/" + side][t]];
-  const fixed = (units, digits) => (units / M.prob_scale).toFixed(digits);
+  // a probability kept in units of 1 / prob_scale, printed to the digits it has (2 for 100)
+  const fixed = (units) => (units / M.prob_scale).toFixed(Math.round(Math.log10(M.prob_scale)));
   const pct = (x) => (100 * x).toFixed(1) + "%";
 
   function half(bits) {  // a float16 from its bits
@@ -223,10 +224,10 @@
         el("th", { textContent: "p" })));
       for (let j = 0; j < k; j++) {
         dist.append(el("tr", {}, el("td", { textContent: String(ids[at + j]) }),
-          el("td", { class: "num", textContent: fixed(probs[at + j], 3) })));
+          el("td", { class: "num", textContent: fixed(probs[at + j]) })));
       }
       parts.push(el("p", { textContent: `${s.key} head ${S.head}: its ${k} likeliest of ${s.classes} roles `
-        + `(at most ${M.top}; those that print above 0.000)` }), dist);
+        + `(at most ${M.top}; those that print above zero)` }), dist);
     } else {
       const n = tokensOf(side);
       parts.push(el("p", { class: "cluster", textContent: `${s.key} head ${S.head}: k-means cluster `
@@ -396,7 +397,7 @@
     const i = Math.floor(((event.clientY - r.top) * scale - heat.topPad) / heat.cell);
     if (i < 0 || j < 0 || i >= heat.T || j >= heat.C) { $("heatcell").textContent = ""; return; }
     const col = S.what === "attn" ? `key ${j} '${heat.cols[j]}'` : `role ${j}`;
-    $("heatcell").textContent = `row ${i} '${heat.rows[i]}', ${col}: ${fixed(heat.values[i * heat.C + j], 3)}`;
+    $("heatcell").textContent = `row ${i} '${heat.rows[i]}', ${col}: ${fixed(heat.values[i * heat.C + j])}`;
   }
 
   // ------------------------------------------------------------------ tokens with a role
