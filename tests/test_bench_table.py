@@ -40,11 +40,11 @@ def test_the_table_reads_the_ratio_on_the_basis_the_record_names(tmp_path, capsy
     cpu, wall = _record(tmp_path / "cpu.json"), _record(tmp_path / "wall.json", basis="wall", models=False)
     assert bench_table.main([str(cpu), str(wall)]) == 0
     out = capsys.readouterr().out
-    rows = [line for line in out.splitlines() if line.startswith("| small")]
-    assert rows[0] == ("| small | cpu, fp32 | 16 x 40 | `tp_transformer_d` + flags | `transformer_tp_d` | "
-                       "0.888 [0.88-0.91] | 0.900 [0.87-0.94] | CPU, 1 thread |")
+    rows = [line for line in out.splitlines() if line.startswith(("| cpu | small", "| wall | small"))]
+    assert rows[0] == ("| cpu | small | cpu, fp32 | 16 x 40 | `tp_transformer_d` + flags | `transformer_tp_d` | "
+                       "0.888 [0.88-0.91] | 0.900 [0.87-0.94] | CPU, 1 thread |")  # each row names its record
     assert "`tp_transformer_d` (before) | `transformer_tp_d` (before) | 0.910" in rows[1]
-    assert rows[2].endswith("| 0.988 [0.50-1.50] | 1.000 [0.50-1.50] | wall |")
+    assert rows[2].startswith("| wall | small") and rows[2].endswith("| 0.988 [0.50-1.50] | 1.000 [0.50-1.50] | wall |")
     assert "other processes used 0.97 cores" in out and "`tp_transformer_d` + flags = `--num-roles 25`" in out
 
 

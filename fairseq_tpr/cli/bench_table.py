@@ -10,7 +10,7 @@ transformer, not the unit times. ``FILE:KEY`` reads the run kept under KEY of a 
 ``env``, ``settings`` and ``ratios`` (``scripts/gpu_check.sh`` keeps each paired run as
 ``bench_SIZE_DTYPE_BATCH`` of its ``gpu_check.json``).
 
-One row per ratio of every run: the size, device and dtype, the training batch, the TP model and what it is
+One row per ratio of every run: the record, the size, device and dtype, the training batch, the TP model and what it is
 measured against, then the training and the generation ratio as the median over the run's rounds of the
 per-round ratio [lowest-highest round]. On a CPU with one torch thread the ratios are of the process's CPU
 time per unit (which leaves out the waits for a core on a shared machine), elsewhere of the wall time:
@@ -68,14 +68,15 @@ def ratio_cell(row: dict, key: str) -> str:
 
 
 def ratio_table(runs) -> str:
-    head = ["size", "device, dtype", "batch", "model", "vs", "training", "generation", "time"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 5 + "---:|---:|---|"]
-    for _, run in runs:
+    head = ["record", "size", "device, dtype", "batch", "model", "vs", "training", "generation", "time"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 6 + "---:|---:|---|"]
+    for name, run in runs:
         s = run["settings"]
         device = run["env"].get("gpu") or s["device"]
+        record = Path(name.partition(":")[0]).stem + (":" + name.partition(":")[2] if ":" in name else "")
         for row in run["ratios"]:
             time = "CPU, 1 thread" if row.get("verdict_basis") == "cpu" else "wall"
-            lines.append("| " + " | ".join([s["size"], f"{device}, {s['dtype']}", f"{s['batch']} x {s['tgt_len']}",
+            lines.append("| " + " | ".join([record, s["size"], f"{device}, {s['dtype']}", f"{s['batch']} x {s['tgt_len']}",
                                             label(row["tp"]), label(row["baseline"]), ratio_cell(row, "train"),
                                             ratio_cell(row, "gen"), time]) + " |")
     return "\n".join(lines)
