@@ -42,3 +42,21 @@ def test_nothing_refers_to_a_file_outside_the_repository():
     bad = [f"{p.name}: {m.group(0)}" for p, t in texts.items()
            for m in re.finditer(r"DESIGN\.md|\.\./shared\b|\.\./\.library", t)]
     assert bad == []
+
+
+def test_every_link_of_the_readme_resolves():
+    """The README is not part of the site: its links to files and to sections of the pages are checked here."""
+    from fairseq_tpr.cli.doc_toc import headings
+    from fairseq_tpr.helpdoc import anchor
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    bad = []
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#([^)\s]+))?\)", text):
+        path, fragment = target
+        if path.startswith("http"):
+            continue
+        if not (ROOT / path).exists():
+            bad.append(path)
+        elif fragment and fragment not in {anchor(t) for _, t in headings((ROOT / path).read_text(encoding="utf-8"), 6)}:
+            bad.append(f"{path}#{fragment}")
+    assert bad == []
