@@ -265,13 +265,13 @@ def write_explorer(dump_path: str, out: str, labels: Optional[str] = None, label
                    k: int = 20, seed: int = 0, thresholds: Sequence[float] = (0.98, 0.9, 0.5),
                    max_examples: int = MAX_EXAMPLES, heatmap_examples: int = 10) -> Dict:
     """Write the explorer of the dump at ``dump_path`` to ``out``; returns its header."""
+    from .stats import check_thresholds
+
     if max_examples < 1:
         raise ConfigError(f"--max-examples must be at least 1 (got {max_examples})")
     if heatmap_examples < 0:
         raise ConfigError(f"--heatmap-examples must be 0 or more (got {heatmap_examples})")
-    for t in thresholds:
-        if not 0.0 <= t < 1.0:
-            raise ConfigError(f"--threshold {t}: a threshold on the maximum of a distribution must be in [0, 1)")
+    check_thresholds(thresholds)
     dump = Dump.load(dump_path)
     role_sites(dump, dump_path)
     if len(dump) > max_examples:

@@ -69,11 +69,9 @@ def dump_roles(data: str, path: str, out: str, split: str = "test", max_examples
 def print_stats(dump_path: str, thresholds: Sequence[float] = (0.98, 0.9, 0.5), json_path: Optional[str] = None,
                 usage_png: Optional[str] = None) -> dict:
     """Statistics of the role distributions in a dump; optionally as JSON and a role-usage PNG."""
-    from .stats import dump_stats, format_stats
+    from .stats import check_thresholds, dump_stats, format_stats
 
-    for t in thresholds:
-        if not 0.0 <= t < 1.0:
-            raise ConfigError(f"--threshold {t}: a threshold on the maximum of a distribution must be in [0, 1)")
+    check_thresholds(thresholds)
     dump = Dump.load(dump_path)
     stats = dump_stats(dump, thresholds)
     print(f"{dump.meta.get('arch')} on {dump.meta.get('split')} ({dump.meta.get('mode')}), {len(dump)} examples\n")

@@ -16,6 +16,13 @@ import numpy as np
 from ..errors import ConfigError
 
 
+def check_thresholds(thresholds: Iterable[float]) -> None:
+    """The ``--threshold`` values of ``stats`` and ``html``: each in [0, 1), or a ConfigError naming it."""
+    for t in thresholds:
+        if not 0.0 <= t < 1.0:
+            raise ConfigError(f"--threshold {t}: a threshold on the maximum of a distribution must be in [0, 1)")
+
+
 def one_hot_rate(A: np.ndarray, threshold: float = 0.98) -> np.ndarray:
     """``A``: ``N x H x N_r`` -> per-head fraction of distributions with max > threshold (``H``)."""
     A = np.asarray(A, dtype=np.float64)
