@@ -176,8 +176,7 @@ class Dump:
         mat = arrs[ex][:, head]  # T x S (attn) or T x N_r (role_attn)
         if what != "attn":
             return mat, rows, None
-        keys_side = "encoder" if (side == "encoder" or key.endswith(".cross")) else "decoder"
-        return mat, rows, self.tokens(keys_side, ex)
+        return mat, rows, self.tokens(keys_side(key), ex)
 
     def tokens(self, side: str, example: int, inputs: bool = True) -> List[str]:
         """Symbols at each position: the source, or for the decoder its input (``inputs``: the
@@ -228,7 +227,7 @@ class Dump:
             flat = z[name].astype(np.float32)
             lengths = [len(t) for t in (src if key.startswith("encoder") else tgt)]
             if comp == "attn":
-                klen = [len(s) for s in src] if (key.startswith("encoder") or key.endswith("cross")) else lengths
+                klen = [len(s) for s in src] if keys_side(key) == "encoder" else lengths
                 H = meta["heads"][key]
                 parts, pos = [], 0
                 for t, s in zip(lengths, klen):
@@ -238,6 +237,12 @@ class Dump:
                 parts = _split(flat, _offsets_from(lengths))
             arrays.setdefault(key, {})[comp] = parts
         return cls(meta, src, tgt, z["ids"].tolist(), z["src_vocab"].tolist(), z["tgt_vocab"].tolist(), arrays)
+
+
+def keys_side(key: str) -> str:
+    """The side whose tokens the attention of site ``key`` reads as keys: the encoder's for the encoder
+    and for cross-attention, the decoder's for the decoder's self-attention."""
+    return "encoder" if key.startswith("encoder") or key.endswith(".cross") else "decoder"
 
 
 def _offsets(seqs) -> np.ndarray:
@@ -323,7 +328,7 @@ def run_capture(model, task, dataset, max_examples: Optional[int] = None, compon
                     for comp, value in comps.items():
                         v = value[b][mask]  # T_i x H x ...
                         if comp == "attn":
-                            kmask = src_mask[b] if (key.startswith("encoder") or key.endswith("cross")) else tgt_mask[b]
+                            kmask = src_mask[b] if keys_side(key) == "encoder" else tgt_mask[b]
                             v = v[..., kmask]
                         heads[key] = v.shape[1]
                         arrays.setdefault(key, {}).setdefault(comp, []).append(v.numpy())
