@@ -4,10 +4,11 @@
 and their matched transformers, each change attributed.
 
 Every (arch, precision) is trained in its default configuration (``--role-kernel auto``; the multi-tensor
-Adam of ``fairseq_fixes.fix_per_parameter_adam`` on GPU parameters), then, in ``--combos-precisions``
-(default fp32), the other configurations: for the discrete-role archs every combination of the binding
-{eager, fused} (``--role-kernel eager|triton``) x the Adam {fairseq's per-parameter loop
-(``FAIRSEQ_TPR_ADAM_LOOP=1``), multi-tensor}, for the others the two Adams. A run is ``--max-update``
+update of ``fairseq_fixes.optimizer`` on GPU parameters: Adam, gradient norm and clipping, half-precision
+copies), then, in ``--combos-precisions`` (default fp32), the other configurations: for the discrete-role
+archs every combination of the binding {eager, fused} (``--role-kernel eager|triton``) x the update
+{fairseq's per-parameter loops (``FAIRSEQ_TPR_MULTI_TENSOR=off``, "loop"), multi-tensor}, for the others
+the two updates. A run is ``--max-update``
 updates (default 250) logged every ``--log-interval`` (50): words/s is the median of the intervals after
 the first, i.e. the 200 updates after 50 of warm-up (CUDA start-up, kernel compilation, cuBLAS heuristics).
 The default configurations run first, the combinations after, and a run starts only when ``--budget``
@@ -62,7 +63,7 @@ def train(args, arch, precision, binding, adam, save_dir):
     env = dict(os.environ)
     extra = []
     if adam == "loop":
-        env["FAIRSEQ_TPR_ADAM_LOOP"] = "1"
+        env["FAIRSEQ_TPR_MULTI_TENSOR"] = "off"
     if binding != "auto":
         extra += ["--role-kernel", binding]
     if precision != "fp32":

@@ -28,10 +28,10 @@ checkpoints written with either optimizer resume with the other. fp16/bf16 param
 Cost: the square roots of a whole bucket are held at once (one fp32 copy of those parameters),
 where fairseq's loop holds one parameter's.
 
-Only on a GPU (``multi_tensor_devices``): on the CPU there are no launches to save, and the
-per-parameter loop, which keeps each parameter in cache for all its operations, measured faster from
-the small size on (docs/benchmarks.md, "Tried and dropped: the multi-tensor Adam step on the CPU").
-Parameters all on the CPU step with fairseq's own ``step``.
+Only where :func:`fairseq_tpr.multi_tensor.runs_on` says (by default a GPU): on the CPU there are no
+launches to save, and the per-parameter loop, which keeps each parameter in cache for all its
+operations, measured faster from the small size on (docs/benchmarks.md). Elsewhere fairseq's own
+``step`` runs. No ``.data`` (a ``detach`` op each) is taken: the step runs under ``no_grad``.
 """
 import math
 from collections import defaultdict
@@ -39,18 +39,18 @@ from collections import defaultdict
 import torch
 from fairseq.optim.adam import Adam
 
+from . import multi_tensor
+
 _HALF = (torch.float16, torch.bfloat16)
 
 
 class MultiTensorAdam(Adam):
     """``fairseq.optim.adam.Adam`` with a multi-tensor ``step`` (module docstring)."""
 
-    #: device types whose parameters step with the multi-tensor calls (elsewhere fairseq's loop)
-    multi_tensor_devices = ("cuda",)
-
     @torch.no_grad()
     def step(self, closure=None):
-        if not any(p.device.type in self.multi_tensor_devices for group in self.param_groups for p in group["params"]):
+        devices = {p.device for group in self.param_groups for p in group["params"]}
+        if not any(multi_tensor.runs_on(device) for device in devices):
             with torch.enable_grad():  # fairseq's step, as it runs without this class
                 return super().step(closure)
         loss = None
@@ -63,12 +63,12 @@ class MultiTensorAdam(Adam):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                grad = p.grad.data
+                grad = p.grad
                 if grad.is_sparse:
                     raise RuntimeError("Adam does not support sparse gradients, please consider SparseAdam instead")
                 if grad.dtype in _HALF:
                     grad = grad.float()
-                p_fp32 = p.data.float() if p.data.dtype in _HALF else p.data
+                p_fp32 = p.float() if p.dtype in _HALF else p
                 state = self._state(p, p_fp32, amsgrad)
                 state["step"] += 1
                 bucket = buckets[(p_fp32.device, p_fp32.dtype, state["step"])]
@@ -117,6 +117,6 @@ class MultiTensorAdam(Adam):
         if group["weight_decay"] != 0:
             torch._foreach_add_(params, params, alpha=-group["weight_decay"] * group["lr"])
         torch._foreach_addcdiv_(params, exp_avg, denom, value=-step_size)
-        for p, p_fp32 in zip(bucket["params"], params):
-            if p.data.dtype in _HALF:
-                p.data.copy_(p_fp32)
+        half = [(p, p_fp32) for p, p_fp32 in zip(bucket["params"], params) if p.dtype in _HALF]
+        if half:
+            torch._foreach_copy_([p for p, _ in half], [p_fp32 for _, p_fp32 in half])

@@ -11,13 +11,14 @@ from fairseq.optim.adam import Adam as FairseqAdamStep
 from fairseq.optim.adam import FairseqAdam
 
 import fairseq_tpr
-from fairseq_tpr.multi_tensor_adam import MultiTensorAdam as OnGPUOnly
 
 
-class MultiTensorAdam(OnGPUOnly):
+@pytest.fixture
+def multi_tensor_on(monkeypatch):
     """The multi-tensor step on CPU tensors too (by default the CPU keeps fairseq's loop)."""
+    monkeypatch.setenv("FAIRSEQ_TPR_MULTI_TENSOR", "on")
+from fairseq_tpr.multi_tensor_adam import MultiTensorAdam
 
-    multi_tensor_devices = ("cpu", "cuda")
 EXACT = 1e-12
 SHAPES = [(7, 5), (5,), (3, 4, 2), (1,), (6, 6)]
 
@@ -60,7 +61,7 @@ def _assert_same(params_a, opt_a, params_b, opt_b, tol=EXACT):
     dict(lr=3e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01),
     dict(lr=1e-2, betas=(0.8, 0.99), eps=1e-9, weight_decay=0.1, amsgrad=True),
 ], ids=["plain", "weight-decay", "amsgrad"])
-def test_fifty_float64_steps_equal_fairseqs_adam(config):
+def test_fifty_float64_steps_equal_fairseqs_adam(config, multi_tensor_on):
     ours, theirs = _params(), _params()
     opt_ours = _run(MultiTensorAdam, 50, ours, **config)
     opt_theirs = _run(FairseqAdamStep, 50, theirs, **config)
@@ -68,7 +69,7 @@ def test_fifty_float64_steps_equal_fairseqs_adam(config):
     assert opt_ours.state[ours[1]]["step"] < opt_ours.state[ours[0]]["step"]  # the buckets by step were used
 
 
-def test_state_dicts_resume_across_the_two_optimizers():
+def test_state_dicts_resume_across_the_two_optimizers(multi_tensor_on):
     config = dict(lr=1e-2, betas=(0.9, 0.98), eps=1e-8, weight_decay=0.01)
     straight, straight_opt = _params(), None
     straight_opt = _run(FairseqAdamStep, 50, straight, **config)
@@ -84,7 +85,7 @@ def test_state_dicts_resume_across_the_two_optimizers():
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-def test_half_precision_parameters_step_through_fp32_copies_as_fairseq(dtype):
+def test_half_precision_parameters_step_through_fp32_copies_as_fairseq(dtype, multi_tensor_on):
     config = dict(lr=1e-2, betas=(0.9, 0.98), eps=1e-8, weight_decay=0.01)
     ours, theirs = _params(dtype), _params(dtype)
     opt_ours = _run(MultiTensorAdam, 10, ours, **config)
@@ -98,9 +99,10 @@ def test_fairseq_adam_builds_the_multi_tensor_step(monkeypatch):
     cfg = argparse.Namespace(lr=[1e-3], adam_betas="(0.9, 0.98)", adam_eps=1e-8, weight_decay=0.0,
                              fp16_adam_stats=False, use_old_adam=False, tpu=False)
     optimizer = FairseqAdam(cfg, _params(torch.float32))
-    assert type(optimizer._optimizer) is OnGPUOnly
+    assert type(optimizer._optimizer) is MultiTensorAdam
     # on the CPU it steps with fairseq's own loop
-    monkeypatch.setattr(OnGPUOnly, "_update", lambda *a: pytest.fail("the multi-tensor step ran on the CPU"))
+    monkeypatch.delenv("FAIRSEQ_TPR_MULTI_TENSOR", raising=False)
+    monkeypatch.setattr(MultiTensorAdam, "_update", lambda *a: pytest.fail("the multi-tensor step ran on the CPU"))
     params = optimizer._optimizer.param_groups[0]["params"]
     for p, g in zip(params, _grads(0, torch.float32)):
         p.grad = g
@@ -108,8 +110,9 @@ def test_fairseq_adam_builds_the_multi_tensor_step(monkeypatch):
 
 
 def test_the_measuring_switch_keeps_fairseqs_loop(monkeypatch):
-    fairseq_tpr.register()
-    monkeypatch.setenv("FAIRSEQ_TPR_ADAM_LOOP", "1")
-    cfg = argparse.Namespace(lr=[1e-3], adam_betas="(0.9, 0.98)", adam_eps=1e-8, weight_decay=0.0,
-                             fp16_adam_stats=False, use_old_adam=False, tpu=False)
-    assert type(FairseqAdam(cfg, _params(torch.float32))._optimizer) is FairseqAdamStep
+    monkeypatch.setenv("FAIRSEQ_TPR_MULTI_TENSOR", "off")
+    monkeypatch.setattr(MultiTensorAdam, "_update", lambda *a: pytest.fail("the multi-tensor step ran"))
+    params = _params(torch.float32)
+    for p, g in zip(params, _grads(0, torch.float32)):
+        p.grad = g
+    MultiTensorAdam(params, lr=1e-3).step()

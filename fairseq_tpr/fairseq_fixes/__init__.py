@@ -26,6 +26,9 @@ installs it once and keeps fairseq's original as ``fairseq_tpr_original``.
 | :mod:`.tasks` | ``fix_blocks_beyond_positions`` | examples longer than the model's positions: one ``error:`` line (train, validate, generate); eval-lm no longer skips every block in silence |
 | :mod:`.tasks` | ``fix_numpy2_compat_long`` | ``--sample-break-mode eos`` (fairseq-interactive and the hub of a language model) under numpy 2 |
 | :mod:`.optimizer` | ``fix_per_parameter_adam`` | speed: fairseq's Adam steps GPU parameters with multi-tensor calls |
+| :mod:`.optimizer` | ``fix_clip_grad_norm`` | speed: the gradient norm and clipping in multi-tensor calls on a GPU (fairseq's per-tensor norms without apex) |
+| :mod:`.optimizer` | ``fix_multiply_grads`` | speed: the gradients' scaling without a ``detach`` per tensor on a GPU |
+| :mod:`.optimizer` | ``fix_fp16_optimizer_copies`` | speed: ``--fp16``/``--bf16`` fill and empty the fp32 masters in multi-tensor copies on a GPU |
 | :mod:`.deprecations` | ``fix_hydra_compose_calls`` | the first screen: fairseq composes its config with hydra's current API (no deprecation warnings; same config) |
 | :mod:`.deprecations` | ``fix_cuda_amp_autocast`` | the first screen: ``train_step`` enters ``torch.amp.autocast("cuda")``, not the deprecated ``torch.cuda.amp`` one |
 
@@ -38,7 +41,7 @@ from .decoding import fix_ngram_repeat_block
 from .deprecations import fix_cuda_amp_autocast, fix_hydra_compose_calls
 from .distributed import fix_ddp_device_ids_on_cpu, fix_torchrun_without_cuda
 from .launch import fix_call_main
-from .optimizer import fix_per_parameter_adam
+from .optimizer import fix_clip_grad_norm, fix_fp16_optimizer_copies, fix_multiply_grads, fix_per_parameter_adam
 from .resume import fix_finished_run_resume, fix_resume_epoch_iterator
 from .softmax import fix_float64_softmax
 from .tasks import (fix_blocks_beyond_positions, fix_language_modeling_without_dictionary, fix_mismatched_pair_files,
@@ -47,7 +50,8 @@ from .tasks import (fix_blocks_beyond_positions, fix_language_modeling_without_d
 FIXES = (
     fix_ngram_repeat_block, fix_float64_softmax, fix_torchrun_without_cuda, fix_call_main, fix_ddp_device_ids_on_cpu,
     fix_resume_epoch_iterator, fix_finished_run_resume, fix_atomic_checkpoint_writes, fix_damaged_checkpoint_load,
-    fix_checkpoint_mismatch_load, fix_per_parameter_adam, fix_language_modeling_without_dictionary,
+    fix_checkpoint_mismatch_load, fix_per_parameter_adam, fix_clip_grad_norm, fix_multiply_grads,
+    fix_fp16_optimizer_copies, fix_language_modeling_without_dictionary,
     fix_numpy2_compat_long, fix_last_batch_kept, fix_mismatched_pair_files, fix_token_block_offsets,
     fix_blocks_beyond_positions, fix_hydra_compose_calls, fix_cuda_amp_autocast,
 )
