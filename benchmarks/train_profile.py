@@ -23,7 +23,13 @@ Data: ``--data DIR`` trains on a binarized translation data-bin (``--task transl
 ``runs/debian/en-de/data-bin``, ``--max-tokens``); without it fairseq's ``dummy_mt`` task (the same
 ``--src-len`` x ``--tgt-len`` sentence pair, ``--dict-size`` symbols, ``--max-tokens`` a batch).
 On the CPU ``--precisions bf16`` counts the ops of fairseq's bf16 step (the model cast, ``FP16Optimizer``
-with per-parameter fp32 master weights); ``fp16`` needs a GPU (fairseq keeps its flat fp32 copy there).
+with per-parameter fp32 master weights) and ``fp16`` those of its fp16 step (the model cast, the loss
+scaler, ``FP16Optimizer``'s flat fp32 masters; fairseq keys those by ``torch.cuda.current_device()``, which
+this script answers with the CPU parameters' device index while it builds the optimizer).
+``--multi-tensor`` sets ``FAIRSEQ_TPR_MULTI_TENSOR`` (``fairseq_tpr/multi_tensor.py``): ``on`` runs and
+counts on the CPU the update a CUDA run dispatches (the multi-tensor Adam, gradient norm, clipping and
+master copies of ``fairseq_fixes.optimizer``), ``off`` fairseq's own per-tensor loops, ``auto`` (the
+default) what the device gets by default.
 The JSON (``--json``) is rewritten after every configuration, so a cut run keeps what it measured.
 
     python benchmarks/train_profile.py --json ops.json                                   # CPU: op counts, paper size
@@ -66,6 +72,8 @@ def parse_args(argv=None):
     p.add_argument("--profile-updates", type=int, default=0, help="updates under torch.profiler (0: none)")
     p.add_argument("--top", type=int, default=15)
     p.add_argument("--threads", type=int, default=1, help="torch threads on the CPU (default 1)")
+    p.add_argument("--multi-tensor", choices=["auto", "on", "off"], default="auto",
+                   help="FAIRSEQ_TPR_MULTI_TENSOR: on = the multi-tensor update a GPU runs, also on the CPU")
     p.add_argument("--json", help="write every figure here (rewritten after each configuration)")
     p.add_argument("extra", nargs="*", help="more fairseq-train flags, after --, e.g. -- --role-kernel eager")
     return p.parse_args(argv)
@@ -98,6 +106,12 @@ def build_trainer(args, arch, precision):
     model = task.build_model(cfg.model)
     criterion = task.build_criterion(cfg.criterion)
     trainer = Trainer(cfg, task, model, criterion)
+    if precision == "fp16" and args.device == "cpu":
+        # FP16Optimizer keys its flat masters by torch.cuda.current_device(); CPU parameters' index is None
+        from unittest import mock
+
+        with mock.patch("torch.cuda.current_device", lambda: None):
+            trainer.optimizer  # built here (the trainer builds it lazily)
     return trainer, criterion, batches_of(trainer)
 
 
@@ -232,6 +246,7 @@ def main(argv=None):
     import torch
 
     torch.set_num_threads(args.threads)
+    os.environ["FAIRSEQ_TPR_MULTI_TENSOR"] = args.multi_tensor
     from fairseq_tpr import register
 
     register()  # what --user-dir does: the archs, tasks and fixes

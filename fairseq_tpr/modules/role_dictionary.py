@@ -252,7 +252,13 @@ class RoleBindingFunction(torch.autograd.Function):
         g_r_hat = p^T g_R
 
     in the dtypes the eager ops use (products and softmax' in the accumulation dtype, the scorer's
-    gradients in x's). Tokens are rows in the memory order of x throughout (no reordering copies)."""
+    gradients in x's). Tokens are rows in the memory order of x throughout (no reordering copies).
+
+    Saved for backward: F (``T x B x d_m``, x's dtype; ``x_rows`` is a view of it) and p (``(T B H) x
+    N_r``, accumulation dtype), nothing else of the tokens' size: R (``T x B x d_m``), which the forward
+    also computes, is made again in backward from p by one product (``p r_hat``), rather than kept. F and
+    p are what backward cannot do without short of recomputing the scorer's product and softmax
+    (docs/benchmarks.md, activation memory); ``tests/test_activation_memory.py`` guards these bytes."""
 
     @staticmethod
     def forward(ctx, x, weight, bias, roles_hat, roles_hat_t, heads: int, temperature: float):
@@ -260,17 +266,19 @@ class RoleBindingFunction(torch.autograd.Function):
         ctx.set_materialize_grads(False)
         ctx.mark_non_differentiable(R)
         ctx.temperature, ctx.has_bias, ctx.steps = temperature, bias is not None, steps
-        ctx.save_for_backward(x, x_rows, weight, p, roles_hat_t, R_F)
+        ctx.save_for_backward(x, x_rows, weight, p, roles_hat, roles_hat_t)
         return tpr, head_view(p, steps, *x.shape[:2], heads), R
 
     @staticmethod
     def backward(ctx, g, g_p, _g_R):
-        x, x_rows, weight, p, roles_hat_t, R_F = ctx.saved_tensors
+        x, x_rows, weight, p, roles_hat, roles_hat_t = ctx.saved_tensors
         acc = roles_hat_t.dtype
         T, B, C = x.shape
         n_rows, num_roles = p.shape
         g_x = g_R = None
         if g is not None:
+            R = torch.mm(p, roles_hat)  # (Eq. 5) again: (T B H) x d_r, as the forward computed it
+            R_F = token_view(R if acc == x.dtype else R.to(x.dtype), ctx.steps, T, B)
             g_x = torch.addcmul(g, g, R_F)  # g * (1 + R), laid out as g
             g_R = rows_in_order(torch.mul(x, g), ctx.steps, width=roles_hat_t.size(0))  # the rows of p, per head
             g_R = g_R if g_R.dtype == acc else g_R.to(acc)

@@ -18,6 +18,11 @@ Incremental decoding keeps fairseq's cache layout (``prev_key``/``prev_value`` a
 ``_get_input_buffer`` owns, so the inherited ``reorder_incremental_state`` reorders
 it for beam search. Roles depend on the current query only: nothing extra is cached.
 
+In training (gradients on, nothing tapped) Eq. 6 runs as :class:`BindAndProject`, which keeps for
+backward v_bar and r and not their product (``out_proj``'s input), which backward makes again with
+one multiplication: one ``T x B x C`` tensor less per attention (docs/benchmarks.md, activation
+memory); elsewhere the same ops run as plain torch ops.
+
 When a :mod:`.taps` listener takes this module's read-out (the analysis capture), the
 attention runs the explicit path and publishes ``role`` r, ``filler`` v_bar and ``tpr``
 v_bar * r (each ``T x B x C``, heads concatenated), ``attn`` (the probabilities before dropout,
@@ -32,6 +37,41 @@ from torch import Tensor, nn
 
 from . import taps
 from .precision import accumulation_dtype
+
+
+class BindAndProject(torch.autograd.Function):
+    """Eq. 6 with its backward written out: ``apply(v_bar, r, weight, bias) -> W^(o) (v_bar * r) + b^(o)``,
+    v_bar and r ``T x B x C`` (any strides), weight ``C x C``, bias ``C`` or None; out ``T x B x C``.
+    With g the upstream gradient (``(T B) x C`` rows)::
+
+        g_tpr = g W^(o)      g_v_bar = g_tpr * r      g_r = g_tpr * v_bar
+        g_W   = g^T (v_bar * r)                       g_b = sum_tokens g
+
+    Saved for backward: v_bar and r (and the weight); ``v_bar * r`` is made again for g_W (one
+    multiplication) instead of being kept, as ``nn.Linear`` would keep its input. The same products as
+    autograd's, so the same values."""
+
+    @staticmethod
+    def forward(ctx, v_bar: Tensor, r: Tensor, weight: Tensor, bias: Optional[Tensor]):
+        ctx.save_for_backward(v_bar, r, weight)
+        ctx.has_bias = bias is not None
+        return F.linear(v_bar * r, weight, bias)
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        v_bar, r, weight = ctx.saved_tensors
+        C = weight.size(1)
+        g_rows = g.reshape(-1, g.size(-1))
+        g_v_bar = g_r = g_w = g_b = None
+        if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
+            g_tpr = torch.mm(g_rows, weight).view(v_bar.shape)
+            g_v_bar = g_tpr * r if ctx.needs_input_grad[0] else None
+            g_r = g_tpr * v_bar if ctx.needs_input_grad[1] else None
+        if ctx.needs_input_grad[2]:
+            g_w = torch.mm(g_rows.t(), (v_bar * r).reshape(-1, C))
+        if ctx.has_bias and ctx.needs_input_grad[3]:
+            g_b = g_rows.sum(0)
+        return g_v_bar, g_r, g_w, g_b
 
 
 class TPMultiheadAttention(MultiheadAttention):
@@ -148,6 +188,8 @@ class TPMultiheadAttention(MultiheadAttention):
             v_bar = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p_drop)
 
         v_bar = v_bar.permute(2, 0, 1, 3).reshape(tgt_len, bsz, self.embed_dim)  # T x B x C
+        if torch.is_grad_enabled() and not tapped and type(self.out_proj) is nn.Linear:  # training: keeps less
+            return BindAndProject.apply(v_bar, r, self.out_proj.weight, self.out_proj.bias), weights  # Eq. 6
         tpr = v_bar * r
         if tapped:
             taps.publish(self, role=r, filler=v_bar, tpr=tpr, attn=probs_f, incremental=incremental_state is not None)
