@@ -3,6 +3,7 @@
     fairseq-tpr-bench-table RECORD[:KEY] ... [--models]
     fairseq-tpr-bench-table --ops RECORD ...
     fairseq-tpr-bench-table --explorer RECORD ...
+    fairseq-tpr-bench-table --memory RECORD ...
 
 A RECORD is what ``benchmarks/throughput.py --paired --record PATH`` writes (docs/img/bench/): the
 command, the settings, the environment, every model's throughput and every ratio TP / matched
@@ -22,6 +23,12 @@ fairseq's Trainer dispatches per update (forward, backward, their sum and its ra
 the record in that precision, the optimizer's), the host synchronisations among them, and, where the
 record has a profile, the wall, host and GPU milliseconds and kernel launches per update.
 
+``--ops`` also gives the optimizer phase, the whole update (the three phases) and its ratio, and which
+update the record counted (``--multi-tensor``: fairseq's loops, multi-tensor, or the device's default).
+
+``--memory`` reads records of ``benchmarks/activation_memory.py``: per TP arch and shape the bytes one
+training step saves for backward, its baseline's and their ratio.
+
 ``--explorer`` reads records of ``benchmarks/explorer_scale.py``: per arch the role explorer of a dump
 (``fairseq-tpr-roles html``), its size, the time to build it, the slowest of its loads in headless
 Chromium (navigation to drawn and interactive) and the slowest redraw after a selector change.
@@ -29,6 +36,7 @@ Chromium (navigation to drawn and interactive) and the slowest redraw after a se
 import json
 import sys
 from pathlib import Path
+
 from fairseq_tpr.errors import command
 from fairseq_tpr.helpdoc import doc_parser
 
@@ -95,19 +103,23 @@ def model_table(runs) -> str:
 
 
 def ops_table(records) -> str:
-    lines = ["| record | arch | precision | param tensors | forward | backward | forward + backward | ratio | optimizer "
-             "| host syncs (fwd / bwd / opt) | wall / host / GPU ms, launches |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
+    lines = ["| record | update | arch | precision | param tensors | forward | backward | forward + backward | ratio "
+             "| optimizer | whole update | ratio | host syncs (fwd / bwd / opt) | wall / host / GPU ms, launches |",
+             "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for name, rec in records:
         runs = rec["runs"]
-        first = {}
+        update = {"on": "multi-tensor", "off": "fairseq's loops"}.get(rec["settings"].get("multi_tensor", "auto"),
+                                                                     "device default")
+        first, first_all = {}, {}
         for key, run in runs.items():
             arch, precision = key.rsplit(" ", 1)
             ops = run.get("ops")
             if ops is None:
                 raise ValueError(f"{name}: {key} has no op counts (train_profile.py --count-updates 0?)")
             fb = ops["forward"]["total"] + ops["backward"]["total"]
+            whole = fb + ops["optimizer"]["total"]
             first.setdefault(precision, fb)
+            first_all.setdefault(precision, whole)
             syncs = " / ".join(f"{ops[ph].get('host_syncs', float('nan')):.0f}" for ph in ("forward", "backward",
                                                                                           "optimizer"))
             prof = run.get("profile")
@@ -115,10 +127,34 @@ def ops_table(records) -> str:
                 f"{min(prof['wall_ms']):.1f} / {min(prof['host_ms']):.1f} / "
                 + ("-" if prof.get("gpu_busy_ms") is None else f"{prof['gpu_busy_ms']:.1f}")
                 + ("" if prof.get("kernel_launches") is None else f", {prof['kernel_launches']:.0f}"))
-            lines.append(f"| {Path(name).stem} | `{arch}` | {precision} | {run['param_tensors']} | {ops['forward']['total']:,.0f} | "
-                         f"{ops['backward']['total']:,.0f} | {fb:,.0f} | {fb / first[precision]:.3f} | "
-                         f"{ops['optimizer']['total']:,.0f} | {syncs} | {timing} |")
+            lines.append(f"| {Path(name).stem} | {update} | `{arch}` | {precision} | {run['param_tensors']} | "
+                         f"{ops['forward']['total']:,.0f} | {ops['backward']['total']:,.0f} | {fb:,.0f} | "
+                         f"{fb / first[precision]:.3f} | {ops['optimizer']['total']:,.0f} | {whole:,.0f} | "
+                         f"{whole / first_all[precision]:.3f} | {syncs} | {timing} |")
     return "\n".join(lines)
+
+
+def memory_table(records) -> str:
+    """Records of ``benchmarks/activation_memory.py``: per TP arch and shape the bytes saved for backward
+    against its baseline's, and the ratio."""
+    lines = ["| record | arch | baseline | B x S x T | TP (MB) | baseline (MB) | ratio |",
+             "|---|---|---|---|---:|---:|---:|"]
+    for name, rec in records:
+        for run in rec["runs"].values():
+            B, S, T = run["shape"]
+            lines.append(f"| {Path(name).stem} | `{run['arch']}` | `{run['baseline']}` | {B} x {S} x {T} | "
+                         f"{run['tp']['bytes'] / 1e6:.1f} | {run['base']['bytes'] / 1e6:.1f} | {run['ratio']:.3f} |")
+    return "\n".join(lines)
+
+
+def memory_sources(records) -> str:
+    out = []
+    for name, rec in records:
+        env, st = rec["env"], rec["settings"]
+        code = f"commit {env['commit']}, " if env.get("commit") else ""
+        out.append(f"- `{name}`: {env['date']}, {code}torch {env['torch']}, {st['dtype']}, a dictionary of "
+                   f"{st['dict_size']:,} symbols; `{env['command']}`")
+    return "\n".join(out)
 
 
 def ops_sources(records) -> str:
@@ -163,21 +199,28 @@ def build_parser():
     p.add_argument("--models", action="store_true", help="also each model's throughput")
     p.add_argument("--ops", action="store_true", help="records of benchmarks/train_profile.py: ops per update")
     p.add_argument("--explorer", action="store_true", help="records of benchmarks/explorer_scale.py: the role explorer")
+    p.add_argument("--memory", action="store_true",
+                   help="records of benchmarks/activation_memory.py: bytes saved for backward")
     return p
 
 
 def main(argv=None):
     p = build_parser()
     args = p.parse_args(argv)
-    if args.ops or args.explorer:
+    if args.ops or args.explorer or args.memory:
         from fairseq_tpr.analysis.explorer import scale_table
 
         try:
             records = [(spec, json.loads(Path(spec).read_text(encoding="utf-8"))) for spec in args.records]
-            print(scale_table(records) if args.explorer
-                  else ops_table(records) + "\n\nRecords:\n" + ops_sources(records))
+            if args.explorer:
+                print(scale_table(records))
+            elif args.memory:
+                print(memory_table(records) + "\n\nRecords:\n" + memory_sources(records))
+            else:
+                print(ops_table(records) + "\n\nRecords:\n" + ops_sources(records))
         except (OSError, ValueError, KeyError) as e:
-            writer = "benchmarks/explorer_scale.py" if args.explorer else "benchmarks/train_profile.py --json"
+            writer = ("benchmarks/explorer_scale.py" if args.explorer else "benchmarks/activation_memory.py --json"
+                      if args.memory else "benchmarks/train_profile.py --json")
             p.error(f"not a record of {writer}: {e}")
         return 0
     try:
