@@ -13,7 +13,10 @@ GPU holds (no allocator rounding, no workspace). ``--dtype`` sets the model's dt
 fp32).
 
 Per run the record has the total, the bytes by the kind of module that ran when each storage was
-first saved (``by_module``), and per TP arch the ratio to its baseline.
+first saved (``by_module``), and per TP arch the ratio to its baseline. With ``--device cuda`` the step
+runs on the GPU and the record also has ``cuda_peak_bytes``: ``torch.cuda.max_memory_allocated`` during
+forward and loss above what was allocated before (the allocator's view: what was kept plus the largest
+transient, rounded to its blocks), for ``scripts/gpu_check.sh``.
 
     python benchmarks/activation_memory.py --json docs/img/bench/activation_memory.json
     python benchmarks/activation_memory.py --pairs tp_transformer_d:transformer_tp_d --shapes 8x40x40
@@ -111,31 +114,44 @@ def build(arch: str, dictionary_size: int, dtype: torch.dtype):
     return model.to(dtype), d
 
 
-def step_inputs(arch, d, B, S, T, seed=1):
+def step_inputs(arch, d, B, S, T, seed=1, device="cpu"):
     g = torch.Generator().manual_seed(seed)
     low = d.nspecial
     target = torch.randint(low, len(d), (B, T), generator=g)
     prev = torch.cat([torch.full((B, 1), d.eos()), target[:, :-1]], 1)
     if is_lm(arch):
-        return {"src_tokens": prev, "src_lengths": torch.full((B,), T)}, target
-    src = torch.randint(low, len(d), (B, S), generator=g)
-    src[:, -1] = d.eos()
-    return {"src_tokens": src, "src_lengths": torch.full((B,), S), "prev_output_tokens": prev}, target
+        net = {"src_tokens": prev, "src_lengths": torch.full((B,), T)}
+    else:
+        src = torch.randint(low, len(d), (B, S), generator=g)
+        src[:, -1] = d.eos()
+        net = {"src_tokens": src, "src_lengths": torch.full((B,), S), "prev_output_tokens": prev}
+    return {k: v.to(device) for k, v in net.items()}, target.to(device)
 
 
 def measure(model, d, arch, B, S, T):
-    """Saved bytes of one training step (forward + label-smoothed loss), and the step's backward run."""
+    """Saved bytes of one training step (forward + label-smoothed loss), and the step's backward run; on a
+    GPU also the allocator's peak above the memory allocated before (``counter.cuda_peak``)."""
     from fairseq.criterions.label_smoothed_cross_entropy import label_smoothed_nll_loss
 
     model.train()
-    net_input, target = step_inputs(arch, d, B, S, S if is_lm(arch) else T)
+    device = next(model.parameters()).device
+    net_input, target = step_inputs(arch, d, B, S, S if is_lm(arch) else T, device=device)
     counter = SavedBytes(model)
+    counter.cuda_peak = None
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
     with counter:
         out = model(**net_input)
         lprobs = model.get_normalized_probs(out, log_probs=True)
         loss, _ = label_smoothed_nll_loss(lprobs.view(-1, lprobs.size(-1)), target.view(-1), 0.1,
                                           ignore_index=d.pad())
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        counter.cuda_peak = torch.cuda.max_memory_allocated() - before
     loss.backward()
+    model.zero_grad(set_to_none=True)
     return counter
 
 
@@ -146,11 +162,15 @@ def main(argv=None):
     p.add_argument("--shapes", nargs="+", default=SHAPES, help="BxSxT (default 8x40x40 4x200x60)")
     p.add_argument("--dict-size", type=int, default=8000, help="symbols in the dictionary (default 8000)")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cuda: also the allocator's peak")
     p.add_argument("--json", help="write the record here")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     dtype = getattr(torch, args.dtype)
-    out = {"env": {"torch": torch.__version__, "date": time.strftime("%Y-%m-%d"),
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda given but torch.cuda.is_available() is False")
+    out = {"env": {"torch": torch.__version__, "date": time.strftime("%Y-%m-%d"), "device": args.device,
+                   "gpu": torch.cuda.get_device_name(0) if args.device == "cuda" else None,
                    "command": "python benchmarks/activation_memory.py " + " ".join(sys.argv[1:] if argv is None else argv)},
            "settings": {"dict_size": args.dict_size, "dtype": args.dtype}, "runs": {}}
     try:
@@ -163,7 +183,10 @@ def main(argv=None):
     print("|---|---|---|---:|---:|---:|")
     for pair in args.pairs:
         tp_arch, base_arch = pair.split(":")
-        models = {a: build(a, args.dict_size, dtype) for a in (tp_arch, base_arch)}
+        models = {}
+        for a in (tp_arch, base_arch):
+            model, d = build(a, args.dict_size, dtype)
+            models[a] = (model.to(args.device), d)
         for shape in args.shapes:
             B, S, T = (int(x) for x in shape.split("x"))
             runs = {}
@@ -171,15 +194,22 @@ def main(argv=None):
                 c = measure(model, d, arch, B, S, T)
                 runs[arch] = {"bytes": c.total, "storages": len(c.seen), "saved_tensors": c.tensors,
                               "by_module": dict(c.by_module.most_common())}
+                if c.cuda_peak is not None:
+                    runs[arch]["cuda_peak_bytes"] = c.cuda_peak
             key = f"{tp_arch} {shape}"
             ratio = runs[tp_arch]["bytes"] / runs[base_arch]["bytes"]
             out["runs"][key] = {"arch": tp_arch, "baseline": base_arch, "shape": [B, S, T], "tp": runs[tp_arch],
                                 "base": runs[base_arch], "ratio": ratio}
+            peak = ""
+            if args.device == "cuda":
+                peak = (f" CUDA peak {runs[tp_arch]['cuda_peak_bytes'] / 1e6:.1f} / "
+                        f"{runs[base_arch]['cuda_peak_bytes'] / 1e6:.1f} MB")
             print(f"| `{tp_arch}` | `{base_arch}` | {B} x {S} x {T} | {runs[tp_arch]['bytes'] / 1e6:.1f} | "
-                  f"{runs[base_arch]['bytes'] / 1e6:.1f} | {ratio:.3f} |", flush=True)
+                  f"{runs[base_arch]['bytes'] / 1e6:.1f} | {ratio:.3f} |{peak}", flush=True)
             if args.json:
                 with open(args.json, "w") as f:
                     json.dump(out, f, indent=1)
+        del models
     if args.json:
         print(f"wrote {args.json}")
 

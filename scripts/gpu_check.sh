@@ -3,10 +3,10 @@
 # JSON in OUT_DIR, written as each stage goes (README, "GPU and half precision"; docs/benchmarks.md, "On a
 # GPU"). CI has no GPU.
 #
-#   STAGES="install tests profile" bash scripts/gpu_check.sh OUT_DIR     # 1: correctness, then the profile
+#   STAGES="install tests profile memory" bash scripts/gpu_check.sh OUT_DIR  # 1: correctness, the profile
 #   STAGES="install bench train" bash scripts/gpu_check.sh OUT_DIR       # 2: speed
 #
-# Stages (STAGES, default all five, in this order; each is cut at the time left):
+# Stages (STAGES, default all six, in this order; each is cut at the time left):
 #   install  where `import fairseq` fails: the wheels of WHEELS (default .whl, made here by
 #            scripts/gpu_wheels.sh) and this project, offline, into SITE (default /tmp/site), which goes
 #            on PYTHONPATH and PATH
@@ -14,7 +14,12 @@
 #            fairseq-train --fp16/--bf16 then fairseq-generate) -> test_cuda.log, tests.json
 #   profile  benchmarks/train_profile.py: fairseq's Trainer, transformer_tp_d and tp_transformer_d at paper
 #            size on DATA (--max-tokens 8192), fp32, bf16 and fp16: ops dispatched per update by phase, and
-#            under torch.profiler wall, host and GPU time, kernel launches, top ops -> train_profile.json
+#            under torch.profiler wall, host and GPU time, kernel launches, top ops -> train_profile.json;
+#            the same with fairseq's own per-tensor update (FAIRSEQ_TPR_MULTI_TENSOR=off: the update before
+#            fairseq_fixes.optimizer's multi-tensor ops) -> train_profile_loops.json
+#   memory   benchmarks/activation_memory.py --device cuda: the bytes one training step saves for backward
+#            (exact) and torch.cuda.max_memory_allocated over forward, tp_transformer_d and
+#            tp_transformer_math against their baselines -> activation_memory.json
 #   bench    benchmarks/binding_vs_linear.py (one binding, eager and fused, against one d x d Linear at the
 #            paper's shapes, fp32, bf16 and fp16: where the fused is faster, FUSED_MEASURED_FASTER of
 #            fairseq_tpr/modules/role_dictionary.py may list it) -> binding_vs_linear.json; then
@@ -25,8 +30,8 @@
 #   train    benchmarks/fairseq_train_speed.py on DATA (default runs/debian/en-de/data-bin, built here by
 #            `bash preprocess/debian.sh runs/debian` and carried): fairseq-train words/s of tp_transformer_d and
 #            transformer_tp_d at paper size, 200 updates after 50 of warm-up, fp32, --bf16 and --fp16, then in
-#            fp32 every binding {eager, fused} x Adam {loop, multi-tensor}, each run only while the time left
-#            holds it; fairseq-generate --fp16 --beam 4 sentences/s -> fairseq_train.json
+#            each precision every binding {eager, fused} x update {fairseq's loops, multi-tensor}, each run
+#            only while the time left holds it; fairseq-generate --fp16 --beam 4 sentences/s -> fairseq_train.json
 # and gpu_check.json, which collects the environment and every stage's figures (rewritten after each
 # stage). Exit status: the tests'.
 #
@@ -39,7 +44,7 @@ set -uo pipefail
 out=${1:-runs/gpu-check}
 py=${PYTHON:-python3}
 budget=${BUDGET:-540}
-stages=${STAGES:-install tests profile bench train}
+stages=${STAGES:-install tests profile memory bench train}
 wheels=${WHEELS:-.whl}
 site=${SITE:-/tmp/site}
 data=${DATA:-runs/debian/en-de/data-bin}
@@ -117,9 +122,22 @@ if has profile; then
         timeout $(( $(left) < 240 ? $(left) : 240 )) "$py" benchmarks/train_profile.py --device "$device" \
             --precisions ${PROFILE_PRECISIONS:-fp32 bf16 fp16} --data "$data" --max-tokens 8192 --warmup 3 \
             --count-updates 1 --profile-updates 3 ${PROFILE_ARGS:-} --json "$out/train_profile.json" 2>&1 | tail -n 12
+        echo "== the same with fairseq's own per-tensor update ($(left)s left)"
+        timeout $(( $(left) < 240 ? $(left) : 240 )) "$py" benchmarks/train_profile.py --device "$device" \
+            --precisions ${PROFILE_PRECISIONS:-fp32 bf16 fp16} --data "$data" --max-tokens 8192 --warmup 3 \
+            --count-updates 1 --profile-updates 3 --multi-tensor off ${PROFILE_ARGS:-} \
+            --json "$out/train_profile_loops.json" 2>&1 | tail -n 12
     else
         echo "== skipped: no $data for the profile"
     fi
+    summarize
+fi
+
+if has memory; then
+    echo "== activation memory of a training step ($(left)s left)"
+    timeout $(( $(left) < 120 ? $(left) : 120 )) "$py" benchmarks/activation_memory.py --device "$device" \
+        --pairs tp_transformer_d:transformer_tp_d tp_transformer_math:transformer_tp_math ${MEMORY_ARGS:-} \
+        --json "$out/activation_memory.json" 2>&1 | tail -n 8
     summarize
 fi
 
@@ -149,7 +167,8 @@ if has train; then
     if [ -d "$data" ]; then
         echo "== fairseq-train / fairseq-generate on $data ($(left)s left)"
         timeout $(( $(left) > 30 ? $(left) : 30 )) "$py" benchmarks/fairseq_train_speed.py "$data" \
-            --budget $(( $(left) - 20 )) --json "$out/fairseq_train.json" ${TRAIN_ARGS:-} 2>&1 | tail -n 40
+            --budget $(( $(left) - 20 )) --combos-precisions fp32 bf16 fp16 --json "$out/fairseq_train.json" \
+            ${TRAIN_ARGS:-} 2>&1 | tail -n 40
     else
         echo "== skipped: no $data (bash preprocess/debian.sh runs/debian, then carry runs/debian/en-de/data-bin)"
     fi
