@@ -289,6 +289,7 @@ def _hyps(log):
     return {int(m.group(1)): m.group(2) for m in re.finditer(r"^H-(\d+)\t[^\t]*\t(.*)$", log, re.M)}
 
 
+@pytest.mark.slow  # the module's end-to-end training: about 40 s
 def test_e2e_generate_every_test_image_and_batch_size_invariant(e2e):
     root, out = e2e
     one, eight = _hyps(out["gen1"].stdout), _hyps(out["gen8"].stdout)
@@ -297,6 +298,7 @@ def test_e2e_generate_every_test_image_and_batch_size_invariant(e2e):
     assert "loss" in out["atpl"].stdout
 
 
+@pytest.mark.slow  # the module's end-to-end training: about 40 s
 def test_e2e_caption_scores(e2e):
     root, out = e2e
     scores = json.loads((root / "scores.json").read_text())
@@ -307,6 +309,7 @@ def test_e2e_caption_scores(e2e):
     assert "SPICE not computed" in out["score"].stdout
 
 
+@pytest.mark.slow  # the module's end-to-end training: about 40 s
 def test_e2e_unbinding_dump(e2e):
     root, out = e2e
     raw_lines = (root / "raw/test.txt").read_text().splitlines()
@@ -318,6 +321,7 @@ def test_e2e_unbinding_dump(e2e):
         assert z["words"][z["offsets"][i]:z["offsets"][i + 1]].tolist() == raw_lines[i].split()
 
 
+@pytest.mark.slow  # the module's end-to-end training: about 40 s
 def test_unbinding_refuses_a_captioning_checkpoint_and_empty_lines(e2e, tmp_path):
     root, _ = e2e
     (tmp_path / "s.txt").write_text("a red circle\n")

@@ -133,6 +133,7 @@ def _assert_follows(run, reference, what):
     assert worst <= TOL, f"largest parameter difference {worst}"
 
 
+@pytest.mark.slow  # torchrun of two processes per arch: about 35 s
 @pytest.mark.parametrize("arch", (C_ARCH, D_ARCH))
 def test_torchrun_two_processes_follow_update_freq_two(arch, runs):
     _assert_follows(runs[f"torchrun[{arch}]"], runs[f"one[{arch}]"], f"torchrun --nproc_per_node 2 ({arch})")

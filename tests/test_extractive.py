@@ -431,6 +431,7 @@ def test_units_from_parser_trees_and_what_a_unit_needs(tmp_path):
 
 
 # ----------------------------------------------------------------------------------- end to end
+@pytest.mark.slow  # preprocess, train, extract, score: about 25 s
 def test_end_to_end_preprocess_train_extract_score(tmp_path, run_cli, capsys):
     rng = np.random.default_rng(0)
     topics = ["the quake struck the coast", "markets fell sharply today", "the team won the final",

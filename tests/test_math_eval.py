@@ -256,6 +256,7 @@ def test_console_script_error_has_no_traceback(gen_dir, run_cli):
 # end to end: fixture -> preprocess -> fairseq-train -> fairseq-tpr-math-eval --path
 
 
+@pytest.mark.slow  # generate, train and score: about 25 s
 def test_end_to_end(tmp_path, run_cli):
     release = tmp_path / "mathematics_dataset-v1.0"
     write_release(release)

@@ -88,6 +88,7 @@ def _hyps(stdout):
     return {int(i): h for i, h in re.findall(r"^H-(\d+)\t\S+\t(.*)$", stdout, flags=re.M)}
 
 
+@pytest.mark.slow  # the module's end-to-end run: about 35 s
 def test_retrieval_and_binarization_wrote_aligned_templates(e2e):
     root, runs = e2e
     for split, n in (("train", N_TRAIN), ("valid", N_VALID), ("test", N_TEST)):
@@ -96,6 +97,7 @@ def test_retrieval_and_binarization_wrote_aligned_templates(e2e):
     assert "test: 13 templates" in runs["templates"].stdout
 
 
+@pytest.mark.slow  # the module's end-to-end run: about 35 s
 def test_train_logs_nll_template_mse_and_loss(e2e):
     root, runs = e2e
     log = runs["train"].stdout + runs["train"].stderr
@@ -104,6 +106,7 @@ def test_train_logs_nll_template_mse_and_loss(e2e):
     assert re.search(r"num_updates 8\b", log)
 
 
+@pytest.mark.slow  # the module's end-to-end run: about 35 s
 def test_generate_translates_every_line_and_interactive_agrees(e2e):
     root, runs = e2e
     gen = _hyps(runs["generate"].stdout)
@@ -113,6 +116,7 @@ def test_generate_translates_every_line_and_interactive_agrees(e2e):
     assert inter == gen
 
 
+@pytest.mark.slow  # the module's end-to-end run: about 35 s
 def test_interactive_line_without_template_is_a_clear_error(e2e):
     _, runs = e2e
     proc = runs["interactive-no-tab"]
@@ -120,6 +124,7 @@ def test_interactive_line_without_template_is_a_clear_error(e2e):
     assert "no tab: template_summarization needs 'document<TAB>template'" in proc.stderr
 
 
+@pytest.mark.slow  # the module's end-to-end run: about 35 s
 def test_scorer_reads_the_generate_log(e2e):
     _, runs = e2e
     _ok(runs["score"], "fairseq-tpr-score")
