@@ -108,10 +108,11 @@ def test_multiply_grads_is_fairseqs_without_a_detach(monkeypatch):
 
 
 def _fp16_optimizer(dtype, flatten, monkeypatch, params=None):
-    """fairseq's FP16Optimizer over Adam as the trainer builds it (``build_optimizer``), on CPU params;
-    the flat masters are placed where the params are (fairseq keys them by ``torch.cuda.current_device()``,
-    the index of a CUDA parameter's device; a CPU tensor's index is None)."""
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: None)
+    """fairseq's FP16Optimizer over Adam as the trainer builds it (``build_optimizer``), on ``params``
+    (default: CPU ones); fairseq keys the flat masters by ``torch.cuda.current_device()``, the index of a
+    CUDA parameter's device, which this answers with the params' own (a CPU tensor's is None)."""
+    params = _params(dtype, grads=False) if params is None else params
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: params[0].device.index)
     cfg = OmegaConf.create({
         "common": {"bf16": dtype == torch.bfloat16, "fp16_no_flatten_grads": not flatten, "fp16_init_scale": 4,
                    "fp16_scale_window": 2, "fp16_scale_tolerance": 0.0, "threshold_loss_scale": None,
@@ -120,18 +121,17 @@ def _fp16_optimizer(dtype, flatten, monkeypatch, params=None):
                       "lr": [1e-2], "use_old_adam": False, "fp16_adam_stats": False, "tpu": False},
         "optimization": {"update_freq": [1]}, "distributed_training": {"distributed_world_size": 1},
     })
-    params = _params(dtype, grads=False) if params is None else params
     return FP16Optimizer.build_optimizer(cfg, params), params
 
 
-def _fp16_steps(optimizer, params, steps, start=0):
+def _fp16_steps(optimizer, params, steps, start=0, scale=50):
     """``steps`` updates of the trainer's sequence: backward's half gradients (one parameter gets none
     every third step), multiply_grads, clip_grad_norm, step, zero_grad."""
     norms = []
     for step in range(start, start + steps):
         g = torch.Generator().manual_seed(1000 + step)
         for i, p in enumerate(params):
-            p.grad = None if (i == 1 and step % 3 == 1) else (torch.randn(p.shape, generator=g) * 50).to(p.dtype)
+            p.grad = None if (i == 1 and step % 3 == 1) else (torch.randn(p.shape, generator=g) * scale).to(p)
         optimizer._needs_sync = True
         optimizer.multiply_grads(0.5)
         norms.append(optimizer.clip_grad_norm(1.0))
