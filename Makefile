@@ -35,7 +35,7 @@ lint: venv
 test-slow: venv
 	$(BIN)/python -m pytest -q -m slow tests
 
-# the main job: Mathematics Dataset -> small tp_transformer on CPU -> exact-match table (~10 min)
+# the main job: Mathematics Dataset -> small tp_transformer on CPU -> exact-match table (~20 min on 2 cores)
 demo: venv
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/math/demo.sh
 
