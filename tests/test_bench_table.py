@@ -98,7 +98,8 @@ def test_a_paired_run_writes_the_record_the_table_prints(tmp_path, run_cli, caps
 
 
 def test_ops_table_from_train_profile_records(tmp_path, capsys):
-    """``--ops``: forward + backward per arch and its ratio to the record's first arch in that precision."""
+    """``--ops``: forward + backward per arch and its ratio to the record's first arch in that precision,
+    the optimizer phase, the whole update and its ratio, and the update the record counted."""
     def run(fwd, bwd, opt):
         return {"param_tensors": 3, "ops": {"forward": {"total": fwd, "host_syncs": 2},
                                             "backward": {"total": bwd, "host_syncs": 0},
@@ -112,9 +113,28 @@ def test_ops_table_from_train_profile_records(tmp_path, capsys):
     path.write_text(json.dumps(rec))
     assert bench_table.main(["--ops", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "| ops | `tp` | fp32 | 3 | 130 | 230 | 360 | 1.200 | 60 | 2 / 0 / 1 | - |" in out
-    assert "| ops | `tp` | bf16 | 3 | 1 | 1 | 2 | 1.000 |" in out  # the first of its precision
+    assert "| ops | device default | `tp` | fp32 | 3 | 130 | 230 | 360 | 1.200 | 60 | 420 | 1.200 | 2 / 0 / 1 | - |" in out
+    assert "| ops | device default | `tp` | bf16 | 3 | 1 | 1 | 2 | 1.000 | 1 | 3 | 1.000 |" in out  # the first of its precision
+    rec["settings"]["multi_tensor"] = "on"
+    path.write_text(json.dumps(rec))
+    assert bench_table.main(["--ops", str(path)]) == 0
+    assert "| ops | multi-tensor | `base` | fp32 |" in capsys.readouterr().out
     assert "commit abc1234" in out
+
+
+def test_memory_table_from_activation_memory_records(tmp_path, capsys):
+    """``--memory``: per TP arch and shape the bytes saved for backward, the baseline's and the ratio."""
+    rec = {"env": {"date": "2026-12-02", "commit": "abc1234", "torch": "2.13.0",
+                   "command": "python benchmarks/activation_memory.py"},
+           "settings": {"dtype": "float32", "dict_size": 8000},
+           "runs": {"tp 8x40x40": {"arch": "tp", "baseline": "base", "shape": [8, 40, 40], "ratio": 1.25,
+                                   "tp": {"bytes": 125e6, "by_module": {}}, "base": {"bytes": 100e6, "by_module": {}}}}}
+    path = tmp_path / "memory.json"
+    path.write_text(json.dumps(rec))
+    assert bench_table.main(["--memory", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "| memory | `tp` | `base` | 8 x 40 x 40 | 125.0 | 100.0 | 1.250 |" in out
+    assert "commit abc1234" in out and "a dictionary of 8,000 symbols" in out
 
 
 def test_explorer_table_from_explorer_scale_records(tmp_path, capsys):

@@ -96,6 +96,8 @@ def test_every_fix_is_installed_once_and_keeps_fairseqs_original():
     from fairseq.distributed import utils as distributed_utils
     from fairseq.models import distributed_fairseq_model
     from fairseq.optim.adam import FairseqAdam
+    from fairseq.optim.fairseq_optimizer import FairseqOptimizer
+    from fairseq.optim.fp16_optimizer import _FP16OptimizerMixin
     from fairseq.tasks import FairseqTask
     from fairseq.tasks.language_modeling import LanguageModelingTask
     from fairseq.trainer import Trainer
@@ -113,7 +115,10 @@ def test_every_fix_is_installed_once_and_keeps_fairseqs_original():
                (distributed_utils, "call_main"), (distributed_fairseq_model, "DistributedDataParallel"),
                (FairseqAdam, "__init__"), (LanguageModelingTask, "setup_dictionary"),
                (LanguageModelingTask, "eval_lm_dataloader"), (LanguagePairDataset, "__init__"),
-               (FairseqTask, "filter_indices_by_size"), (token_block_dataset, "best_fitting_int_dtype")]
+               (FairseqTask, "filter_indices_by_size"), (token_block_dataset, "best_fitting_int_dtype"),
+               (utils, "clip_grad_norm_"), (FairseqOptimizer, "multiply_grads"),
+               (_FP16OptimizerMixin, "_sync_fp16_grads_to_fp32"), (_FP16OptimizerMixin, "_sync_fp32_params_to_fp16"),
+               (_FP16OptimizerMixin, "zero_grad")]
     assert len(targets) >= len(fairseq_fixes.FIXES)
     for owner, name in targets:
         raw = inspect.getattr_static(owner, name)

@@ -6,7 +6,7 @@ included: a lazy import is still a dependency) and resolved to the room it lands
 -> tables and plots, with the building blocks below and the console scripts on top):
 
     0  errors.py, fairseq_fixes/, checkpoint_io.py, checkpoint_safety.py, checkpoint_mismatch.py, checkpoint_average.py,
-       multi_tensor_adam.py, choices.py, helpdoc.py (package root)
+       multi_tensor.py, multi_tensor_adam.py, choices.py, helpdoc.py (package root)
     1  modules/
     2  data/
     3  corpora/
@@ -30,7 +30,7 @@ PACKAGE = REPO / "fairseq_tpr"
 LEVELS = {
     "errors": 0, "fairseq_fixes": 0, "checkpoint_io": 0, "checkpoint_safety": 0, "checkpoint_mismatch": 0,
     "checkpoint_average": 0,
-    "multi_tensor_adam": 0, "choices": 0, "helpdoc": 0,
+    "multi_tensor": 0, "multi_tensor_adam": 0, "choices": 0, "helpdoc": 0,
     "modules": 1,
     "data": 2,
     "corpora": 3,
