@@ -20,6 +20,7 @@ Per token, other-classes minus all-classes is ``eps/(V-1) * (mean_v(-log p_v) - 
 ``nll_loss`` is the same.
 """
 import functools
+import operator
 from dataclasses import dataclass, field
 from typing import Dict, Tuple
 
@@ -122,9 +123,17 @@ def log_role_onehot(logging_outputs, suffixes=("",)) -> None:
         if not any(f"role_dists{suffix}" in log for log in logging_outputs):
             continue
         n_key, total_key = f"_role_onehot_n{suffix}", f"_role_dists{suffix}"
-        metrics.log_scalar_sum(n_key, sum(log.get(f"role_onehot_n{suffix}", 0) for log in logging_outputs))
-        metrics.log_scalar_sum(total_key, sum(log.get(f"role_dists{suffix}", 0) for log in logging_outputs))
+        metrics.log_scalar_sum(n_key, _total(log[f"role_onehot_n{suffix}"] for log in logging_outputs
+                                             if f"role_onehot_n{suffix}" in log))
+        metrics.log_scalar_sum(total_key, _total(log[f"role_dists{suffix}"] for log in logging_outputs
+                                                 if f"role_dists{suffix}" in log))
         metrics.log_derived(f"role_onehot{suffix}", functools.partial(_share, n_key, total_key))
+
+
+def _total(values):
+    """The sum of the counts, without ``sum``'s ``0 +`` (one op less per count on every update)."""
+    values = list(values)
+    return functools.reduce(operator.add, values) if values else 0
 
 
 def _share(n_key: str, total_key: str, meters) -> Tensor:
