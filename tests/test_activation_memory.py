@@ -81,3 +81,66 @@ def test_the_continuous_binding_backward_passes_gradcheck():
     assert torch.autograd.gradcheck(BindAndProject.apply, (v_bar, r, weight, None))
     ref = F.linear(v_bar * r, weight, bias)
     torch.testing.assert_close(BindAndProject.apply(v_bar, r, weight, bias), ref, atol=0, rtol=0)
+
+
+def _plain_tp_attention(att):
+    """A copy of ``att`` whose output projection is a Linear subclass: the attention then runs Eq. 6 as
+    plain ops under autograd (``BindAndProject`` is used for an ``nn.Linear`` output projection only)."""
+    import copy
+
+    class PlainLinear(torch.nn.Linear):
+        pass
+
+    plain = copy.deepcopy(att)
+    out_proj = PlainLinear(att.out_proj.in_features, att.out_proj.out_features)
+    out_proj.load_state_dict(att.out_proj.state_dict())
+    plain.out_proj = out_proj
+    return plain
+
+
+def test_under_autocast_the_tp_attention_equals_its_plain_ops():
+    """fairseq's ``--amp`` (autocast, here the CPU's bfloat16): the written-out backward casts the weight as
+    autocast's own linear does, so outputs and every gradient equal the plain ops' bit for bit."""
+    torch.manual_seed(0)
+    att = TPMultiheadAttention(16, 4, self_attention=True).train()
+    x = torch.randn(5, 2, 16)
+    results = []
+    for module in (att, _plain_tp_attention(att)):
+        xi = x.clone().requires_grad_()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out, _ = module(xi, xi, xi, need_weights=False)
+        out.float().pow(2).sum().backward()
+        results.append([out.detach(), xi.grad] + [p.grad for p in module.parameters()])
+    assert results[0][0].dtype == torch.bfloat16
+    assert all(torch.equal(a, b) for a, b in zip(*results))
+
+
+def test_under_autocast_the_discrete_binding_trains_as_its_plain_ops():
+    """``--amp`` on the discrete binding: fairseq's residual stream stays float32 (F), a bfloat16 F is
+    the other case. The training Functions' outputs equal the plain ops' (``bind``) bit for bit, and their
+    gradients agree with autograd through those ops to bfloat16's precision (the written-out backward
+    takes its products in float32 where autocast's would round to bfloat16)."""
+    from fairseq_tpr.modules.role_dictionary import NormalizedRoles, RoleBindingFunction, bind, normalize_roles
+
+    torch.manual_seed(0)
+    binding = DiscreteRoleBinding(32, 4, 10, 8)
+    for dtype in (torch.float32, torch.bfloat16):
+        x0 = torch.randn(6, 3, 32).to(dtype)
+        runs = []
+        for fn in ("functions", "plain"):
+            x = x0.clone().requires_grad_()
+            binding.zero_grad()
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                if fn == "functions":
+                    tpr, _, _ = RoleBindingFunction.apply(x, binding.role_scorer.weight, None,
+                                                          *NormalizedRoles.apply(torch.float32, binding.roles), 4, 1.0)
+                else:
+                    tpr = bind(x, binding.role_scorer.weight, None, normalize_roles(binding.roles, torch.float32)[0],
+                               4, 1.0)[0]
+            tpr.float().pow(2).sum().backward()
+            runs.append((tpr.detach(), x.grad, binding.role_scorer.weight.grad.clone(), binding.roles.grad.clone()))
+        (out_f, *grads_f), (out_p, *grads_p) = runs
+        assert torch.equal(out_f, out_p), dtype
+        for a, b in zip(grads_f, grads_p):
+            assert a.dtype == b.dtype
+            torch.testing.assert_close(a.float(), b.float(), rtol=2e-2, atol=2e-2 * float(b.float().abs().max()))

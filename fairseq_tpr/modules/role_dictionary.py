@@ -252,7 +252,9 @@ class RoleBindingFunction(torch.autograd.Function):
         g_r_hat = p^T g_R
 
     in the dtypes the eager ops use (products and softmax' in the accumulation dtype, the scorer's
-    gradients in x's). Tokens are rows in the memory order of x throughout (no reordering copies).
+    gradients in x's). Tokens are rows in the memory order of x throughout (no reordering copies). Under
+    autocast (``--amp``) R is made again in the autocast dtype, as the forward made it, and the scorer's
+    weight is cast to the gradients' dtype for g_x; autograd casts the parameters' gradients back.
 
     Saved for backward: F (``T x B x d_m``, x's dtype; ``x_rows`` is a view of it) and p (``(T B H) x
     N_r``, accumulation dtype), nothing else of the tokens' size: R (``T x B x d_m``), which the forward
@@ -266,6 +268,8 @@ class RoleBindingFunction(torch.autograd.Function):
         ctx.set_materialize_grads(False)
         ctx.mark_non_differentiable(R)
         ctx.temperature, ctx.has_bias, ctx.steps = temperature, bias is not None, steps
+        device = x.device.type  # under autocast (--amp) Eq. 5's product ran in the autocast dtype
+        ctx.amp = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else None
         ctx.save_for_backward(x, x_rows, weight, p, roles_hat, roles_hat_t)
         return tpr, head_view(p, steps, *x.shape[:2], heads), R
 
@@ -277,7 +281,8 @@ class RoleBindingFunction(torch.autograd.Function):
         n_rows, num_roles = p.shape
         g_x = g_R = None
         if g is not None:
-            R = torch.mm(p, roles_hat)  # (Eq. 5) again: (T B H) x d_r, as the forward computed it
+            R = (torch.mm(p, roles_hat) if ctx.amp is None  # (Eq. 5) again, as the forward computed it
+                 else torch.mm(p.to(ctx.amp), roles_hat.to(ctx.amp)))
             R_F = token_view(R if acc == x.dtype else R.to(x.dtype), ctx.steps, T, B)
             g_x = torch.addcmul(g, g, R_F)  # g * (1 + R), laid out as g
             g_R = rows_in_order(torch.mul(x, g), ctx.steps, width=roles_hat_t.size(0))  # the rows of p, per head
@@ -295,6 +300,8 @@ class RoleBindingFunction(torch.autograd.Function):
         if ctx.temperature != 1.0:
             g_s = g_s / ctx.temperature
         g_s = g_s.reshape(T * B, -1)  # (T B) x (H N_r); a copy only after the transposed softmax (CPU, N_r < 16)
+        if weight.dtype != g_s.dtype:  # autocast: the scorer's product ran with a cast copy of the weight
+            weight = weight.to(g_s.dtype)
         if g_x is not None and token_steps(g_x) == ctx.steps:  # dense in the same row order: g_s W added in place
             token_rows(g_x)[0].addmm_(g_s, weight)
         else:

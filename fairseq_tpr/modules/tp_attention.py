@@ -49,7 +49,9 @@ class BindAndProject(torch.autograd.Function):
 
     Saved for backward: v_bar and r (and the weight); ``v_bar * r`` is made again for g_W (one
     multiplication) instead of being kept, as ``nn.Linear`` would keep its input. The same products as
-    autograd's, so the same values."""
+    autograd's, so the same values. Under autocast (``--amp``) the forward's product runs in the lower
+    precision with a cast copy of the weight, and so does backward: the weight is cast to g's dtype, and
+    autograd casts the weight's and bias's gradients back to theirs, as for autocast's own ``linear``."""
 
     @staticmethod
     def forward(ctx, v_bar: Tensor, r: Tensor, weight: Tensor, bias: Optional[Tensor]):
@@ -62,6 +64,8 @@ class BindAndProject(torch.autograd.Function):
         v_bar, r, weight = ctx.saved_tensors
         C = weight.size(1)
         g_rows = g.reshape(-1, g.size(-1))
+        if weight.dtype != g.dtype:  # autocast: the forward's product ran in g's dtype
+            weight = weight.to(g.dtype)
         g_v_bar = g_r = g_w = g_b = None
         if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
             g_tpr = torch.mm(g_rows, weight).view(v_bar.shape)
