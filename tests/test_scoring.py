@@ -619,6 +619,7 @@ def test_meteor_reports_missing_java(monkeypatch, tmp_path):
         MeteorScorer().check()
 
 
+@pytest.mark.slow  # the module's fairseq pipeline (preprocess, train, generate): 14-25 s
 def test_fairseq_generate_scoring_rouge(generate_run, tmp_path, capsys):
     """The ROUGE line fairseq-generate prints equals the scores of its own D-/T- lines."""
     root, future = generate_run
