@@ -46,7 +46,8 @@ def is_lm(arch: str) -> bool:
 
 class SavedBytes:
     """A context manager counting the storages autograd saves while it is open (module docstring):
-    ``total`` bytes, ``by_module`` {module class name: bytes}, ``tensors`` saved (with repeats)."""
+    ``total`` bytes, ``by_module`` {module class name: bytes}, ``tensors`` saved (with repeats), and
+    ``cuda_peak`` where :func:`measure` ran on a GPU (else None)."""
 
     def __init__(self, model: torch.nn.Module = None):
         self.model = model
@@ -56,6 +57,7 @@ class SavedBytes:
         self.seen = {}
         self.by_module = collections.Counter()
         self.tensors = 0
+        self.cuda_peak = None
         self._stack = ["(outside modules)"]
         self._hooks = []
 
@@ -137,7 +139,6 @@ def measure(model, d, arch, B, S, T):
     device = next(model.parameters()).device
     net_input, target = step_inputs(arch, d, B, S, S if is_lm(arch) else T, device=device)
     counter = SavedBytes(model)
-    counter.cuda_peak = None
     if device.type == "cuda":
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()

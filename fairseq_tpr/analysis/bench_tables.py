@@ -50,14 +50,16 @@ def memory_table(records) -> str:
     return "\n".join(lines)
 
 
+def _source_line(name: str, env: dict, what: str) -> str:
+    """One line of a table's "Records:" list: the record, its date and commit, what it measured, its command."""
+    code = f"commit {env['commit']}, " if env.get("commit") else ""
+    return f"- `{name}`: {env['date']}, {code}{what}; `{env['command']}`"
+
+
 def memory_sources(records) -> str:
-    out = []
-    for name, rec in records:
-        env, st = rec["env"], rec["settings"]
-        code = f"commit {env['commit']}, " if env.get("commit") else ""
-        out.append(f"- `{name}`: {env['date']}, {code}torch {env['torch']}, {st['dtype']}, a dictionary of "
-                   f"{st['dict_size']:,} symbols; `{env['command']}`")
-    return "\n".join(out)
+    return "\n".join(_source_line(name, rec["env"], f"torch {rec['env']['torch']}, {rec['settings']['dtype']}, a "
+                                                    f"dictionary of {rec['settings']['dict_size']:,} symbols")
+                     for name, rec in records)
 
 
 def ops_sources(records) -> str:
@@ -65,9 +67,9 @@ def ops_sources(records) -> str:
     for name, rec in records:
         env, st = rec["env"], rec["settings"]
         data = st.get("data") or f"fairseq's dummy_mt ({st['src_len']} x {st['tgt_len']} tokens a sentence)"
-        code = f"commit {env['commit']}, " if env.get("commit") else ""
-        out.append(f"- `{name}`: {env['date']}, {code}{env.get('gpu') or env['device']}, torch {env['torch']}, fairseq "
-                   f"{env['fairseq']}, criterion {st.get('criterion', 'label_smoothed_cross_entropy')}, "
-                   f"--max-tokens {st['max_tokens']} on {data}, ops of {st['count_updates']} update(s) after "
-                   f"{st['warmup']}; `{env['command']}`")
+        out.append(_source_line(name, env, f"{env.get('gpu') or env['device']}, torch {env['torch']}, fairseq "
+                                           f"{env['fairseq']}, criterion "
+                                           f"{st.get('criterion', 'label_smoothed_cross_entropy')}, --max-tokens "
+                                           f"{st['max_tokens']} on {data}, ops of {st['count_updates']} update(s) "
+                                           f"after {st['warmup']}"))
     return "\n".join(out)

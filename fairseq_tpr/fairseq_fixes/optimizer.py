@@ -67,7 +67,7 @@ def fix_clip_grad_norm() -> None:
                     or not multi_tensor.runs_on(grads[0].device) or any(g.is_sparse for g in grads + expert_grads)):
                 return original(params, max_norm, aggregate_norm_fn)
             with torch.no_grad():
-                wide = [g.dtype for g in grads if g.dtype == torch.float64]
+                wide = any(g.dtype == torch.float64 for g in grads)
                 norms = torch._foreach_norm(grads, 2, dtype=torch.float64 if wide else torch.float32)
                 total_norm = torch.linalg.vector_norm(torch.stack(norms))
                 if aggregate_norm_fn is not None:
@@ -107,29 +107,17 @@ def fix_multiply_grads() -> None:
     patch(FairseqOptimizer, "multiply_grads", build)
 
 
-class _FlatViews:
-    """Views of a flat fp32 master tensor, one per parameter in the order fairseq lays them out
+def _flat_views(optimizer, flat: torch.Tensor, params) -> list:
+    """Views of the flat fp32 master tensor ``flat``, one per parameter in the order fairseq lays them out
     (``build_fp32_params``: consecutive, each ``p.numel()`` long, shaped as ``p``), made once per flat
     tensor and parameter list and kept on the optimizer."""
-
-    def __init__(self):
-        self._made = {}
-
-    def __call__(self, flat: torch.Tensor, params) -> list:
-        key = (id(flat), flat.data_ptr(), tuple(id(p) for p in params))
-        views = self._made.get(key)
-        if views is None:
-            views = list(flat.split([p.numel() for p in params]))
-            views = [v.view(p.shape) for v, p in zip(views, params)]
-            self._made = {key: views} if len(self._made) > 8 else {**self._made, key: views}
-        return views
-
-
-def _flat_views(optimizer) -> _FlatViews:
-    views = optimizer.__dict__.get("_fairseq_tpr_flat_views")
-    if views is None:
-        views = optimizer.__dict__["_fairseq_tpr_flat_views"] = _FlatViews()
-    return views
+    made = optimizer.__dict__.setdefault("_fairseq_tpr_flat_views", {})
+    key = (id(flat), flat.data_ptr(), tuple(id(p) for p in params))
+    if key not in made:
+        if len(made) > 8:  # the flat tensors were replaced: drop the views of the old ones
+            made.clear()
+        made[key] = [v.view(p.shape) for v, p in zip(flat.split([p.numel() for p in params]), params)]
+    return made[key]
 
 
 def _by_device(params):
@@ -149,7 +137,7 @@ def fix_fp16_optimizer_copies() -> None:
     per-parameter master gradient, each through ``.data`` (a ``detach`` op per tensor).
 
     Where the switch is on: one ``torch._foreach_copy_`` for the gradients in, one for the weights out
-    (into and out of views of the flat masters made once, :class:`_FlatViews`), one
+    (into and out of views of the flat masters made once, :func:`_flat_views`), one
     ``torch._foreach_zero_`` for the masters' gradients (and for the masters of parameters that got no
     gradient, which fairseq fills with zeros), under ``no_grad``. The same values (a copy is a copy),
     the same state dicts."""
@@ -168,10 +156,12 @@ def fix_fp16_optimizer_copies() -> None:
                     per_device = _by_device(p for p in self.fp16_params if p.requires_grad)
                     for device in self.fp32_params.keys():
                         params = per_device[device]
-                        views = _flat_views(self)(self.fp32_params[device].grad, params)
+                        views = _flat_views(self, self.fp32_params[device].grad, params)
                         for p, view in zip(params, views):
-                            (zero if p.grad is None else dst).append(view)
-                            if p.grad is not None:
+                            if p.grad is None:
+                                zero.append(view)
+                            else:
+                                dst.append(view)
                                 src.append(p.grad)
                 else:
                     for p, p32 in zip(self.fp16_params, self.fp32_params):
@@ -179,8 +169,10 @@ def fix_fp16_optimizer_copies() -> None:
                             continue
                         if p32.grad is None:  # fairseq's path makes it (never after build_fp32_params)
                             p32.grad = torch.zeros_like(p32)
-                        (zero if p.grad is None else dst).append(p32.grad)
-                        if p.grad is not None:
+                        if p.grad is None:
+                            zero.append(p32.grad)
+                        else:
+                            dst.append(p32.grad)
                             src.append(p.grad)
                 if dst:
                     torch._foreach_copy_(dst, src)
@@ -201,7 +193,7 @@ def fix_fp16_optimizer_copies() -> None:
                     for device in self.fp32_params.keys():
                         params = per_device[device]
                         dst += params
-                        src += _flat_views(self)(self.fp32_params[device], params)
+                        src += _flat_views(self, self.fp32_params[device], params)
                 else:
                     pairs = [(p, p32) for p, p32 in zip(self.fp16_params, self.fp32_params) if p.requires_grad]
                     dst, src = [p for p, _ in pairs], [p32 for _, p32 in pairs]
